@@ -1,0 +1,39 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from './io.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Strict option parsing: an unknown flag or a missing value is a usage error (exit 2). */
+export function parse<O extends Options>(argv: string[], options: O, positionals = 0) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: positionals > 0 });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (parsed.positionals.length > positionals)
+    throw new UsageError(`unexpected argument: ${parsed.positionals[positionals]}`);
+  return parsed;
+}
+
+export function required(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+export function oneOf<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  name: string,
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export function integer(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be an integer`);
+  return Number(value);
+}

@@ -1,0 +1,64 @@
+import { TIERS, KEY_MODES } from '../auth/api-keys.js';
+import type { Services } from '../compose.js';
+import { restUser } from '../http/rest/shapes.js';
+import { ROLES } from '../domain/users.js';
+import { integer, oneOf, parse, required } from './args.js';
+import { UsageError } from './io.js';
+
+/** An admin command: runs against the services and returns the one JSON object to print. */
+export type AdminCommand = (services: Services, argv: string[]) => Promise<unknown>;
+
+export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
+  'orgs create': async (s, argv) => {
+    const { values } = parse(argv, { name: { type: 'string' } });
+    const org = await s.core.organizations.create({ name: required(values, 'name') });
+    return { id: org.id, name: org.name, created_at: org.createdAt };
+  },
+
+  'users create': async (s, argv) => {
+    const { values } = parse(argv, {
+      handle: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+      org: { type: 'string' },
+      password: { type: 'string' },
+    });
+    const user = await s.core.users.create({
+      handle: required(values, 'handle'),
+      email: required(values, 'email'),
+      name: values.name,
+      role: oneOf(values.role, ROLES, 'role'),
+      organizationId: values.org,
+      password: values.password,
+    });
+    return restUser(user);
+  },
+
+  'products create': async (s, argv) => {
+    const { values } = parse(argv, { name: { type: 'string' }, 'price-cents': { type: 'string' } });
+    const price = integer(required(values, 'price-cents'), 'price-cents')!;
+    const p = await s.core.products.create({ name: required(values, 'name'), priceCents: price });
+    return { id: p.id, name: p.name, price_cents: p.priceCents, active: p.active, created_at: p.createdAt };
+  },
+
+  'api-keys create': async (s, argv) => {
+    const { values } = parse(argv, {
+      user: { type: 'string' },
+      tier: { type: 'string' },
+      mode: { type: 'string' },
+    });
+    return s.apiKeys.create({
+      userId: required(values, 'user'),
+      tier: oneOf(values.tier, TIERS, 'tier') ?? null,
+      mode: oneOf(values.mode, KEY_MODES, 'mode') ?? 'test',
+    });
+  },
+
+  'api-keys revoke': async (s, argv) => {
+    const { positionals } = parse(argv, {}, 1);
+    const id = positionals[0];
+    if (!id) throw new UsageError('usage: atrium api-keys revoke ID');
+    return s.apiKeys.revoke(id);
+  },
+};

@@ -1,0 +1,16 @@
+import { loadConfig } from '../config/load.js';
+import { openStore } from '../store/store.js';
+import { parse } from './args.js';
+import { printResult } from './io.js';
+
+export async function runMigrate(argv: string[]): Promise<number> {
+  parse(argv, {});
+  const config = loadConfig();
+  const store = openStore(config.databaseUrl);
+  try {
+    printResult({ applied: await store.migrate() });
+  } finally {
+    await store.close();
+  }
+  return 0;
+}

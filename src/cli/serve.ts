@@ -1,0 +1,55 @@
+import { loadConfig } from '../config/load.js';
+import { createAtrium, SERVER_ROLES, type ServerRole } from '../compose.js';
+import { parse } from './args.js';
+import { UsageError } from './io.js';
+
+export function parseRoles(value: string | undefined): ServerRole[] {
+  if (value === undefined || value === 'all') return [...SERVER_ROLES];
+  const roles = value.split(',').map((r) => r.trim());
+  for (const r of roles) {
+    if (!(SERVER_ROLES as readonly string[]).includes(r))
+      throw new UsageError(`--role takes ${SERVER_ROLES.join('|')} (comma-separated) or all; got "${r}"`);
+  }
+  return roles as ServerRole[];
+}
+
+/** Runs until SIGTERM or SIGINT, then drains and exits 0. */
+export async function runServe(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { role: { type: 'string' } });
+  const roles = parseRoles(values.role);
+  const config = loadConfig();
+  const atrium = await createAtrium(config, roles);
+  const log = atrium.services.logger;
+  const { httpUrl } = await atrium.listen();
+  log.info(
+    { roles, http: httpUrl, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    'atrium started',
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'draining');
+      const force = setTimeout(() => {
+        log.error('drain took too long; exiting');
+        resolve(1);
+      }, 30_000);
+      force.unref();
+      atrium.close().then(
+        () => {
+          clearTimeout(force);
+          log.info('stopped');
+          resolve(0);
+        },
+        (err: unknown) => {
+          log.error({ err }, 'error while stopping');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

@@ -1,0 +1,330 @@
+/**
+ * Every environment variable Atrium reads, in one table: the parser, the default and the text that
+ * both the start-up error and the README's configuration section are made from.
+ */
+export type NodeEnv = 'development' | 'test' | 'production';
+export type TokenSigning = 'rs256' | 'hs256';
+
+export interface Config {
+  host: string;
+  port: number;
+  grpcPort: number;
+  databaseUrl: string;
+  redisUrl: string | undefined;
+  nodeEnv: NodeEnv;
+  publicUrl: string;
+  authUrl: string;
+  tokenSigning: TokenSigning;
+  jwtSecret: string | undefined;
+  corsOrigins: string[];
+  webhookTimeoutMs: number;
+  webhookBackoffBaseMs: number;
+  webhookAllowPrivate: boolean;
+  persistedQueriesFile: string | undefined;
+  logLevel: string;
+  v1Sunset: Date;
+  requestTimeoutMs: number;
+  bodyLimitBytes: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly accepts: string,
+    readonly got: string,
+  ) {
+    super(`${variable}: ${accepts} (got ${JSON.stringify(got)})`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+export interface VariableSpec {
+  name: string;
+  default: string;
+  accepts: string;
+  meaning: string;
+}
+
+const isPort = (v: number) => Number.isInteger(v) && v >= 0 && v <= 65535;
+
+function int(name: string, raw: string, accepts: string, ok: (n: number) => boolean): number {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, accepts, raw);
+  const n = Number(raw);
+  if (!ok(n)) throw new ConfigError(name, accepts, raw);
+  return n;
+}
+
+function bool(name: string, raw: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, 'true or false', raw);
+}
+
+function url(name: string, raw: string, protocols: string[]): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `an absolute URL (${protocols.join(', ')})`, raw);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `an absolute URL (${protocols.join(', ')})`, raw);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export const VARIABLES: VariableSpec[] = [
+  {
+    name: 'HOST',
+    default: '127.0.0.1',
+    accepts: 'an interface address or host name',
+    meaning: 'interface for HTTP and gRPC',
+  },
+  {
+    name: 'PORT',
+    default: '3000',
+    accepts: 'an integer port 0-65535',
+    meaning: 'HTTP: GraphQL, REST, docs, token server',
+  },
+  {
+    name: 'GRPC_PORT',
+    default: '50051',
+    accepts: 'an integer port 0-65535',
+    meaning: 'gRPC (users.v1.UserService, health, reflection)',
+  },
+  {
+    name: 'DATABASE_URL',
+    default: 'sqlite:./data/atrium.db',
+    accepts: 'sqlite:<path>, sqlite::memory: or postgres://...',
+    meaning: 'the data store',
+  },
+  {
+    name: 'REDIS_URL',
+    default: '(unset)',
+    accepts: 'redis://... or rediss://...',
+    meaning:
+      'when set, rate limits, caches, complexity budgets and the GraphQL broadcast are shared through Redis',
+  },
+  {
+    name: 'NODE_ENV',
+    default: 'development',
+    accepts: 'development, test or production',
+    meaning:
+      'production turns on the production rules (no introspection, no persisted-query registration, no GraphiQL, masked errors)',
+  },
+  {
+    name: 'PUBLIC_URL',
+    default: 'http://HOST:PORT',
+    accepts: 'an absolute http(s) URL',
+    meaning: '{base_url}',
+  },
+  {
+    name: 'AUTH_URL',
+    default: 'PUBLIC_URL',
+    accepts: 'an absolute http(s) URL',
+    meaning: '{auth_url}; the token issuer `iss`',
+  },
+  {
+    name: 'TOKEN_SIGNING',
+    default: 'rs256',
+    accepts: 'rs256 or hs256',
+    meaning: 'rs256 (OAuth variant, JWKS) or hs256 (symmetric variant, needs JWT_SECRET)',
+  },
+  {
+    name: 'JWT_SECRET',
+    default: '(unset)',
+    accepts: 'a secret of at least 32 bytes',
+    meaning: 'HS256 signing secret; required when TOKEN_SIGNING=hs256',
+  },
+  {
+    name: 'CORS_ORIGINS',
+    default: '(empty)',
+    accepts: 'comma-separated exact origins such as https://app.example.com',
+    meaning: 'origins allowed to call the API from a browser',
+  },
+  {
+    name: 'WEBHOOK_TIMEOUT_MS',
+    default: '30000',
+    accepts: 'an integer number of milliseconds, 1-300000',
+    meaning: 'per-attempt webhook timeout',
+  },
+  {
+    name: 'WEBHOOK_BACKOFF_BASE_MS',
+    default: '1000',
+    accepts: 'an integer number of milliseconds, 0-3600000',
+    meaning: 'backoff unit: waits are base x 2^(n-1)',
+  },
+  {
+    name: 'WEBHOOK_ALLOW_PRIVATE',
+    default: 'true outside production',
+    accepts: 'true or false',
+    meaning: 'allow webhook URLs that resolve to loopback or private addresses',
+  },
+  {
+    name: 'PERSISTED_QUERIES_FILE',
+    default: '(unset)',
+    accepts: 'a path to a JSON manifest',
+    meaning: 'known GraphQL operations (hash to query) loaded at start',
+  },
+  {
+    name: 'LOG_LEVEL',
+    default: 'info (silent under test)',
+    accepts: 'fatal, error, warn, info, debug, trace or silent',
+    meaning: 'pino log level; logs go to stderr',
+  },
+  {
+    name: 'V1_SUNSET',
+    default: '2027-06-30',
+    accepts: 'a date YYYY-MM-DD',
+    meaning: 'the Sunset date announced on every /api/v1 response',
+  },
+  {
+    name: 'REQUEST_TIMEOUT_MS',
+    default: '30000',
+    accepts: 'an integer number of milliseconds, 1-600000',
+    meaning: 'a request that has no answer by then gets 503',
+  },
+  {
+    name: 'BODY_LIMIT_BYTES',
+    default: '1048576',
+    accepts: 'an integer number of bytes, 1-104857600',
+    meaning: 'larger request bodies get 413',
+  },
+];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Parses and validates the environment; throws ConfigError naming the first bad variable. */
+export function parseConfig(env: Env): Config {
+  const get = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+
+  const nodeEnvRaw = get('NODE_ENV') ?? 'development';
+  if (!['development', 'test', 'production'].includes(nodeEnvRaw)) {
+    throw new ConfigError('NODE_ENV', 'development, test or production', nodeEnvRaw);
+  }
+  const nodeEnv = nodeEnvRaw as NodeEnv;
+
+  const host = get('HOST') ?? '127.0.0.1';
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host))
+    throw new ConfigError('HOST', 'an interface address or host name', host);
+  const port = int('PORT', get('PORT') ?? '3000', 'an integer port 0-65535', isPort);
+  const grpcPort = int('GRPC_PORT', get('GRPC_PORT') ?? '50051', 'an integer port 0-65535', isPort);
+
+  const databaseUrl = get('DATABASE_URL') ?? 'sqlite:./data/atrium.db';
+  if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'sqlite:<path>, sqlite::memory: or postgres://...', databaseUrl);
+  }
+
+  const redisRaw = get('REDIS_URL');
+  const redisUrl = redisRaw === undefined ? undefined : url('REDIS_URL', redisRaw, ['redis:', 'rediss:']);
+
+  const hostForUrl = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const publicUrl = url('PUBLIC_URL', get('PUBLIC_URL') ?? `http://${hostForUrl}:${port}`, [
+    'http:',
+    'https:',
+  ]);
+  const authUrl = url('AUTH_URL', get('AUTH_URL') ?? publicUrl, ['http:', 'https:']);
+
+  const signingRaw = (get('TOKEN_SIGNING') ?? 'rs256').toLowerCase();
+  if (signingRaw !== 'rs256' && signingRaw !== 'hs256')
+    throw new ConfigError('TOKEN_SIGNING', 'rs256 or hs256', signingRaw);
+  const jwtSecret = get('JWT_SECRET');
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET', 'a secret of at least 32 bytes', '<redacted>');
+  }
+  if (signingRaw === 'hs256' && jwtSecret === undefined) {
+    throw new ConfigError(
+      'JWT_SECRET',
+      'a secret of at least 32 bytes (required when TOKEN_SIGNING=hs256)',
+      '',
+    );
+  }
+
+  const corsOrigins = (get('CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  for (const origin of corsOrigins) {
+    let ok = false;
+    try {
+      const u = new URL(origin);
+      ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === origin;
+    } catch {
+      ok = false;
+    }
+    if (!ok)
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        'comma-separated exact origins such as https://app.example.com (no path, no wildcard)',
+        origin,
+      );
+  }
+
+  const webhookTimeoutMs = int(
+    'WEBHOOK_TIMEOUT_MS',
+    get('WEBHOOK_TIMEOUT_MS') ?? '30000',
+    'an integer number of milliseconds, 1-300000',
+    (n) => n >= 1 && n <= 300_000,
+  );
+  const webhookBackoffBaseMs = int(
+    'WEBHOOK_BACKOFF_BASE_MS',
+    get('WEBHOOK_BACKOFF_BASE_MS') ?? '1000',
+    'an integer number of milliseconds, 0-3600000',
+    (n) => n >= 0 && n <= 3_600_000,
+  );
+  const allowRaw = get('WEBHOOK_ALLOW_PRIVATE');
+  const webhookAllowPrivate =
+    allowRaw === undefined ? nodeEnv !== 'production' : bool('WEBHOOK_ALLOW_PRIVATE', allowRaw);
+
+  const persistedQueriesFile = get('PERSISTED_QUERIES_FILE');
+
+  const logLevel = (get('LOG_LEVEL') ?? (nodeEnv === 'test' ? 'silent' : 'info')).toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', LOG_LEVELS.join(', '), logLevel);
+
+  const sunsetRaw = get('V1_SUNSET') ?? '2027-06-30';
+  const v1Sunset = new Date(`${sunsetRaw}T00:00:00Z`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(sunsetRaw) || Number.isNaN(v1Sunset.getTime())) {
+    throw new ConfigError('V1_SUNSET', 'a date YYYY-MM-DD', sunsetRaw);
+  }
+
+  const requestTimeoutMs = int(
+    'REQUEST_TIMEOUT_MS',
+    get('REQUEST_TIMEOUT_MS') ?? '30000',
+    'an integer number of milliseconds, 1-600000',
+    (n) => n >= 1 && n <= 600_000,
+  );
+  const bodyLimitBytes = int(
+    'BODY_LIMIT_BYTES',
+    get('BODY_LIMIT_BYTES') ?? '1048576',
+    'an integer number of bytes, 1-104857600',
+    (n) => n >= 1 && n <= 104_857_600,
+  );
+
+  return {
+    host,
+    port,
+    grpcPort,
+    databaseUrl,
+    redisUrl,
+    nodeEnv,
+    publicUrl,
+    authUrl,
+    tokenSigning: signingRaw,
+    jwtSecret,
+    corsOrigins,
+    webhookTimeoutMs,
+    webhookBackoffBaseMs,
+    webhookAllowPrivate,
+    persistedQueriesFile,
+    logLevel,
+    v1Sunset,
+    requestTimeoutMs,
+    bodyLimitBytes,
+  };
+}

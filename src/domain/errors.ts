@@ -1,0 +1,77 @@
+/**
+ * The error catalogue of the core. Every surface maps these codes to its own wire format
+ * (HTTP status and body, GraphQL extensions.code, gRPC status, OAuth error). The core never
+ * speaks HTTP; the tables that translate live beside each adapter.
+ */
+export type ErrorCode =
+  | 'validation_error'
+  | 'unprocessable'
+  | 'not_found'
+  | 'forbidden'
+  | 'insufficient_scope'
+  | 'unauthenticated'
+  | 'invalid_api_key'
+  | 'invalid_token'
+  | 'token_expired'
+  | 'conflict'
+  | 'already_exists'
+  | 'idempotency_key_reused'
+  | 'idempotency_in_progress'
+  | 'rate_limit_exceeded'
+  | 'payload_too_large'
+  | 'unavailable'
+  | 'internal_error';
+
+export interface ErrorDetail {
+  field: string | null;
+  message: string;
+  code: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    /** Extra facts a surface may expose (for example `retry_after`, `scope`). */
+    readonly meta: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const notFound = (what: string, id?: string): DomainError =>
+  new DomainError('not_found', id === undefined ? `${what} not found.` : `${what} ${id} not found.`);
+
+export const forbidden = (message = 'You may not act on this resource.'): DomainError =>
+  new DomainError('forbidden', message);
+
+export const conflict = (message: string, meta: Record<string, unknown> = {}): DomainError =>
+  new DomainError('conflict', message, [], meta);
+
+export function invalid(field: string | null, message: string, code = 'invalid'): DomainError {
+  return new DomainError('validation_error', message, [{ field, message, code }]);
+}
+
+export function unprocessable(field: string | null, message: string, code: string): DomainError {
+  return new DomainError('unprocessable', message, [{ field, message, code }]);
+}
+
+/** Collects field problems and throws them together, so a client sees every problem at once. */
+export class Problems {
+  readonly details: ErrorDetail[] = [];
+  add(field: string | null, message: string, code = 'invalid'): this {
+    this.details.push({ field, message, code });
+    return this;
+  }
+  get empty(): boolean {
+    return this.details.length === 0;
+  }
+  throwIfAny(
+    message = 'The request has invalid fields.',
+    code: 'validation_error' | 'unprocessable' = 'validation_error',
+  ): void {
+    if (!this.empty) throw new DomainError(code, message, this.details);
+  }
+}

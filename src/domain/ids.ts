@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Prefixed, time-ordered identifiers: `ord_` + 10 characters of millisecond time + 16 random
+ * characters, lower-case Crockford base32. Sorting ids sorts by creation time; within one
+ * millisecond a process keeps them increasing, so "id descending" is "newest first".
+ */
+export const ID_PREFIXES = [
+  'usr',
+  'org',
+  'pst',
+  'cmt',
+  'ord',
+  'itm',
+  'prd',
+  'key',
+  'whe',
+  'evt',
+  'cli',
+  'ref',
+  'rtf',
+  'rtk',
+  'acd',
+  'dlv',
+  'att',
+  'sgk',
+] as const;
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function encodeTime(ms: number): string {
+  let out = '';
+  let t = ms;
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  return out;
+}
+
+function freshRandom(): number[] {
+  const bytes = randomBytes(16);
+  return Array.from(bytes, (b) => b % 32);
+}
+
+function increment(digits: number[]): number[] {
+  const next = digits.slice();
+  for (let i = next.length - 1; i >= 0; i--) {
+    if (next[i]! < 31) {
+      next[i]! += 1;
+      return next;
+    }
+    next[i] = 0;
+  }
+  return freshRandom(); // 80 bits overflowed within one millisecond: practically unreachable.
+}
+
+export function newId(prefix: IdPrefix, now: number = Date.now()): string {
+  if (now <= lastTime) {
+    lastRandom = increment(lastRandom);
+    now = lastTime;
+  } else {
+    lastTime = now;
+    lastRandom = freshRandom();
+  }
+  return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+}
+
+const ID_SHAPE = /^([a-z]{3})_[0-9a-hjkmnp-tv-z]{26}$/;
+
+/** True when `value` has the shape of an id with the given prefix. */
+export function isId(value: string, prefix?: IdPrefix): boolean {
+  const m = ID_SHAPE.exec(value);
+  return m !== null && (prefix === undefined || m[1] === prefix);
+}
+
+/** The creation time encoded in an id. */
+export function idTime(id: string): number {
+  const body = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11);
+  let t = 0;
+  for (const ch of body) t = t * 32 + ALPHABET.indexOf(ch);
+  return t;
+}

@@ -1,0 +1,310 @@
+import type { Role, UserRow } from '../store/types.js';
+import { isUniqueViolation, isForeignKeyViolation } from '../store/errors.js';
+import type { Actor } from './actor.js';
+import { isAdmin } from './actor.js';
+import { iso } from './clock.js';
+import type { CoreDeps } from './context.js';
+import { inTransaction } from './context.js';
+import { DomainError, forbidden, notFound, Problems } from './errors.js';
+import { newId } from './ids.js';
+import type { OrganizationService } from './organizations.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { checkEmail, checkText, HANDLE, joinName, splitName } from './validate.js';
+
+export const ROLES: readonly Role[] = ['admin', 'member', 'viewer'];
+
+export interface User {
+  id: string;
+  organizationId: string;
+  handle: string;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  name: string;
+  role: Role;
+  emailVerifiedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CreateUserInput {
+  handle: string;
+  email: string;
+  name?: string | undefined;
+  firstName?: string | null | undefined;
+  lastName?: string | null | undefined;
+  role?: Role | undefined;
+  organizationId?: string | undefined;
+  password?: string | undefined;
+}
+
+export interface UpdateUserInput {
+  name?: string | undefined;
+  firstName?: string | null | undefined;
+  lastName?: string | null | undefined;
+  email?: string | undefined;
+  role?: Role | undefined;
+}
+
+export interface ListUsersQuery {
+  role?: Role | undefined;
+  organizationId?: string | undefined;
+  limit: number;
+  after?: string | undefined;
+}
+
+export class UserService {
+  constructor(
+    private readonly deps: CoreDeps,
+    private readonly organizations: OrganizationService,
+  ) {}
+
+  async create(input: CreateUserInput): Promise<User> {
+    const problems = new Problems();
+    const handle = typeof input.handle === 'string' ? input.handle.trim().toLowerCase() : '';
+    if (!HANDLE.test(handle)) {
+      problems.add(
+        'handle',
+        'handle must be 3 to 39 characters: letters, digits, "_" or "-", starting with a letter or digit',
+      );
+    }
+    const emailProblem = checkEmail(input.email);
+    if (emailProblem) problems.add('email', `email ${emailProblem}`);
+    const role = input.role ?? 'member';
+    if (!ROLES.includes(role))
+      problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
+    let names = { firstName: input.firstName ?? null, lastName: input.lastName ?? null };
+    if (input.name !== undefined) {
+      const bad = checkText(input.name, 1, 100);
+      if (bad) problems.add('name', `name ${bad}`);
+      else names = splitName(input.name);
+    }
+    if (
+      input.password !== undefined &&
+      (typeof input.password !== 'string' || input.password.length < 8 || input.password.length > 1024)
+    ) {
+      problems.add('password', 'password must be 8 to 1024 characters', 'range_error');
+    }
+    problems.throwIfAny();
+
+    const organizationId = input.organizationId ?? (await this.organizations.defaultOrganizationId());
+    const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+    const now = this.deps.clock.now();
+    const row: UserRow = {
+      id: newId('usr', now.getTime()),
+      organization_id: organizationId,
+      handle,
+      email: input.email.trim().toLowerCase(),
+      first_name: names.firstName,
+      last_name: names.lastName,
+      role,
+      password_hash: passwordHash,
+      email_verified_at: null,
+      created_at: iso(now),
+      updated_at: iso(now),
+      deleted_at: null,
+    };
+    try {
+      await this.deps.store.db.insertInto('users').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new DomainError('already_exists', 'A user with this handle or email already exists.', [
+          { field: 'handle', message: 'handle or email is taken', code: 'taken' },
+        ]);
+      }
+      if (isForeignKeyViolation(err)) {
+        throw new DomainError('unprocessable', 'The organization does not exist.', [
+          { field: 'organization_id', message: 'unknown organization', code: 'unknown_organization' },
+        ]);
+      }
+      throw err;
+    }
+    return toUser(row);
+  }
+
+  /** A live user, or not_found (deleted users are not found). */
+  async get(id: string): Promise<User> {
+    const row = await this.deps.store.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) throw notFound('User', id);
+    return toUser(row);
+  }
+
+  /** Batch read for data loaders; missing ids are absent from the map. */
+  async getMany(ids: readonly string[]): Promise<Map<string, User>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.deps.store.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', 'in', [...new Set(ids)])
+      .where('deleted_at', 'is', null)
+      .execute();
+    return new Map(rows.map((r) => [r.id, toUser(r)]));
+  }
+
+  /** Users by id ascending, keyset-paged after an id; filters by role and organization. */
+  async list(query: ListUsersQuery): Promise<User[]> {
+    let q = this.deps.store.db.selectFrom('users').selectAll().where('deleted_at', 'is', null);
+    if (query.role) q = q.where('role', '=', query.role);
+    if (query.organizationId) q = q.where('organization_id', '=', query.organizationId);
+    if (query.after) q = q.where('id', '>', query.after);
+    const rows = await q.orderBy('id', 'asc').limit(query.limit).execute();
+    return rows.map(toUser);
+  }
+
+  /** Finds a user for login by handle or email. */
+  async findForLogin(login: string): Promise<(User & { passwordHash: string | null }) | undefined> {
+    const value = login.trim().toLowerCase();
+    const row = await this.deps.store.db
+      .selectFrom('users')
+      .selectAll()
+      .where((eb) => eb.or([eb('handle', '=', value), eb('email', '=', value)]))
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    return row ? { ...toUser(row), passwordHash: row.password_hash } : undefined;
+  }
+
+  /** Checks a login; always spends one password hash so timing does not reveal which part failed. */
+  async authenticate(login: string, password: string): Promise<User | undefined> {
+    const found = await this.findForLogin(login);
+    const ok = await verifyPassword(password, found?.passwordHash);
+    return ok && found ? stripHash(found) : undefined;
+  }
+
+  /**
+   * The rule every surface shares: a user may change their own name and email; only an admin may
+   * change a role or another user. Surfaces may be stricter (REST PATCH is admin-only).
+   */
+  async update(actor: Actor, id: string, input: UpdateUserInput): Promise<User> {
+    const problems = new Problems();
+    const patch: Partial<UserRow> = {};
+    if (input.name !== undefined) {
+      const bad = checkText(input.name, 1, 100);
+      if (bad) problems.add('name', `name ${bad}`, 'range_error');
+      else Object.assign(patch, toNameColumns(splitName(input.name)));
+    }
+    if (input.firstName !== undefined) patch.first_name = input.firstName;
+    if (input.lastName !== undefined) patch.last_name = input.lastName;
+    if (input.email !== undefined) {
+      const bad = checkEmail(input.email);
+      if (bad) problems.add('email', `email ${bad}`);
+      else patch.email = input.email.trim().toLowerCase();
+    }
+    if (input.role !== undefined) {
+      if (!ROLES.includes(input.role))
+        problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
+      else patch.role = input.role;
+    }
+    problems.throwIfAny();
+
+    if (!isAdmin(actor)) {
+      if (actor.id !== id) throw forbidden('Only an admin may change another user.');
+      if (patch.role !== undefined) throw forbidden('Only an admin may change a role.');
+    }
+
+    return inTransaction(this.deps, async (tx) => {
+      const current = await tx.db
+        .selectFrom('users')
+        .selectAll()
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!current) throw notFound('User', id);
+      const updated: UserRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
+      try {
+        await tx.db
+          .updateTable('users')
+          .set({ ...patch, updated_at: updated.updated_at })
+          .where('id', '=', id)
+          .execute();
+      } catch (err) {
+        if (isUniqueViolation(err)) {
+          throw new DomainError('already_exists', 'Another user has this email.', [
+            { field: 'email', message: 'email is taken', code: 'taken' },
+          ]);
+        }
+        throw err;
+      }
+      const user = toUser(updated);
+      await tx.recordEvent('user.updated', id, { object: publicUserData(user), changed: Object.keys(input) });
+      tx.afterCommit({ kind: 'user.changed', userId: id });
+      return user;
+    });
+  }
+
+  async markEmailVerified(actor: Actor, id: string): Promise<User> {
+    if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
+    return inTransaction(this.deps, async (tx) => {
+      const current = await tx.db
+        .selectFrom('users')
+        .selectAll()
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!current) throw notFound('User', id);
+      const now = iso(this.deps.clock.now());
+      const verifiedAt = current.email_verified_at ?? now;
+      await tx.db
+        .updateTable('users')
+        .set({ email_verified_at: verifiedAt, updated_at: now })
+        .where('id', '=', id)
+        .execute();
+      tx.afterCommit({ kind: 'user.changed', userId: id });
+      return toUser({ ...current, email_verified_at: verifiedAt, updated_at: now });
+    });
+  }
+
+  async setPassword(id: string, password: string): Promise<void> {
+    if (password.length < 8 || password.length > 1024) {
+      new Problems().add('password', 'password must be 8 to 1024 characters', 'range_error').throwIfAny();
+    }
+    const hash = await hashPassword(password);
+    const res = await this.deps.store.db
+      .updateTable('users')
+      .set({ password_hash: hash })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) throw notFound('User', id);
+  }
+}
+
+function toNameColumns(n: { firstName: string | null; lastName: string | null }): Partial<UserRow> {
+  return { first_name: n.firstName, last_name: n.lastName };
+}
+
+function stripHash(u: User & { passwordHash: string | null }): User {
+  const { passwordHash: _drop, ...user } = u;
+  return user;
+}
+
+export function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    handle: row.handle,
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    name: joinName(row.first_name, row.last_name),
+    role: row.role,
+    emailVerifiedAt: row.email_verified_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The user as webhook payloads and the REST API show it. */
+export function publicUserData(u: User): Record<string, unknown> {
+  return {
+    id: u.id,
+    name: u.name,
+    email: u.email,
+    role: u.role,
+    created_at: u.createdAt,
+    organization_id: u.organizationId,
+  };
+}

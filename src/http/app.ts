@@ -1,0 +1,47 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Store } from '../store/store.js';
+import { sendError } from './errors.js';
+import { registerHealth, type ReadinessCheck } from './plugins/health.js';
+import { registerMetrics } from './plugins/metrics.js';
+import { genRequestId, requestContext } from './plugins/request-context.js';
+import { validatorCompiler } from './validation.js';
+import './augment.js';
+
+export interface HttpAppOptions {
+  config: Config;
+  logger: Logger;
+  store: Store;
+  readiness: ReadinessCheck[];
+  isDraining: () => boolean;
+}
+
+/**
+ * The HTTP skeleton every HTTP surface shares: request ids, security headers, the deadline, error
+ * shape, health and metrics. Surfaces (REST, token server, docs, GraphQL) register on top of it.
+ */
+export function createHttpApp(options: HttpAppOptions): FastifyInstance {
+  const { config } = options;
+  const app = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    genReqId: genRequestId,
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    ajv: { customOptions: { allErrors: true } },
+  });
+  app.setValidatorCompiler(validatorCompiler());
+  app.decorateRequest('principal', null);
+
+  requestContext(app, config.requestTimeoutMs);
+  app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
+  );
+  registerHealth(app, options.readiness, options.isDraining);
+  registerMetrics(app, options.store);
+  return app;
+}

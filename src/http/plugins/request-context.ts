@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { DomainError } from '../../domain/errors.js';
+import { sendError } from '../errors.js';
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Request ids: a well-formed client X-Request-Id is kept, otherwise a fresh one is made. */
+export function genRequestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = req.headers['x-request-id'];
+  if (typeof given === 'string' && CLIENT_REQUEST_ID.test(given)) return given;
+  return `req_${randomBytes(12).toString('hex')}`;
+}
+
+export const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'strict-origin-when-cross-origin',
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Long-lived routes (SSE, WebSocket upgrades) are exempt from the request deadline. */
+    noTimeout?: boolean;
+    /** The user REST API answers NOT_FOUND / VALIDATION_ERROR in upper case. */
+    errorCase?: 'upper';
+  }
+}
+
+/** Echoes the request id, adds the security headers and answers 503 when the deadline passes. */
+export function requestContext(app: FastifyInstance, timeoutMs: number): void {
+  const timers = new WeakMap<object, NodeJS.Timeout>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.headers(SECURITY_HEADERS);
+    if (request.routeOptions.config?.noTimeout) return;
+    const timer = setTimeout(() => {
+      if (reply.sent || reply.raw.headersSent) return;
+      sendError(
+        request,
+        reply,
+        new DomainError('unavailable', 'The request took too long and was abandoned; try again.'),
+      );
+    }, timeoutMs);
+    timer.unref();
+    timers.set(request, timer);
+  });
+
+  app.addHook('onResponse', async (request) => {
+    const timer = timers.get(request);
+    if (timer) clearTimeout(timer);
+  });
+}

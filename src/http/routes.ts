@@ -1,0 +1,12 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServerRole, Services } from '../compose.js';
+
+/** A group of HTTP routes and the process roles that serve it. */
+export interface RouteModule {
+  name: string;
+  roles: readonly ServerRole[];
+  register(app: FastifyInstance, services: Services): Promise<void> | void;
+}
+
+/** Every HTTP surface, in registration order. A new surface adds one entry here. */
+export const ROUTE_MODULES: RouteModule[] = [];

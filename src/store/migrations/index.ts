@@ -1,0 +1,17 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import type { Dialect } from '../dialect.js';
+import { initial } from './0001_initial.js';
+
+/** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
+export function migrationsFor(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001_initial': initial(dialect) as { up(db: Kysely<unknown>): Promise<void> },
+  };
+}
+
+export class StaticMigrationProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrationsFor(this.dialect);
+  }
+}

@@ -1,0 +1,74 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Dialect } from './dialect.js';
+import { StaticMigrationProvider } from './migrations/index.js';
+import type { Database } from './types.js';
+
+export type Db = Kysely<Database>;
+
+export interface Store {
+  readonly db: Db;
+  readonly dialect: Dialect;
+  /** Applies pending migrations; returns the names applied now. */
+  migrate(): Promise<string[]>;
+  /** Answers when the database answers a trivial query; throws otherwise. */
+  ping(): Promise<void>;
+  /** Pool figures for /metrics (PostgreSQL only). */
+  poolStats(): { total: number; idle: number; waiting: number } | undefined;
+  close(): Promise<void>;
+}
+
+// COUNT(*) and other int8 results arrive as strings by default; every int8 here fits a double.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export function openStore(databaseUrl: string, options: { poolSize?: number } = {}): Store {
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
+  return openPostgres(databaseUrl, options.poolSize ?? 10);
+}
+
+function openSqlite(path: string): Store {
+  const memory = path === ':memory:' || path === '';
+  if (!memory) mkdirSync(dirname(path), { recursive: true });
+  const conn = new SQLite(memory ? ':memory:' : path);
+  if (!memory) conn.pragma('journal_mode = WAL');
+  conn.pragma('foreign_keys = ON');
+  conn.pragma('busy_timeout = 5000');
+  conn.pragma('synchronous = NORMAL');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) });
+  return makeStore(db, 'sqlite', () => undefined);
+}
+
+function openPostgres(url: string, max: number): Store {
+  const pool = new pg.Pool({ connectionString: url, max });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return makeStore(db, 'postgres', () => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
+}
+
+function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats']): Store {
+  return {
+    db,
+    dialect,
+    poolStats,
+    async migrate() {
+      const migrator = new Migrator({ db, provider: new StaticMigrationProvider(dialect) });
+      const { error, results } = await migrator.migrateToLatest();
+      if (error) throw error instanceof Error ? error : new Error(String(error));
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    },
+    async ping() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * A fresh database for one test file: SQLite in memory by default, or, when TEST_DATABASE_URL
+ * names a PostgreSQL server, a new database on it that is dropped afterwards.
+ */
+export interface TestDatabase {
+  url: string;
+  dialect: 'sqlite' | 'postgres';
+  drop(): Promise<void>;
+}
+
+export const testDialect = (): 'sqlite' | 'postgres' =>
+  process.env.TEST_DATABASE_URL?.startsWith('postgres') ? 'postgres' : 'sqlite';
+
+export async function freshDatabase(): Promise<TestDatabase> {
+  const admin = process.env.TEST_DATABASE_URL;
+  if (!admin || !admin.startsWith('postgres')) {
+    return { url: 'sqlite::memory:', dialect: 'sqlite', drop: async () => undefined };
+  }
+  const name = `atrium_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    dialect: 'postgres',
+    async drop() {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
