@@ -1,0 +1,50 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** The spec's REST error body; every error response of every route is described with it. */
+export const ErrorDetailSchema = Type.Object(
+  {
+    field: Type.Union([Type.String(), Type.Null()]),
+    message: Type.String(),
+    code: Type.String({ examples: ['range_error', 'invalid_enum', 'required'] }),
+  },
+  { $id: 'ErrorDetail' },
+);
+
+export const ErrorBodySchema = Type.Object(
+  {
+    error: Type.String({ examples: ['validation_error', 'not_found', 'forbidden', 'invalid_api_key'] }),
+    message: Type.String(),
+    request_id: Type.String(),
+    details: Type.Array(ErrorDetailSchema),
+  },
+  { $id: 'ErrorBody', additionalProperties: true },
+);
+
+export const RateLimitedBodySchema = Type.Composite([
+  ErrorBodySchema,
+  Type.Object({ limit: Type.Integer(), window_seconds: Type.Integer(), retry_after: Type.Integer() }),
+]);
+
+/** The list envelope: `{ data, pagination: { has_more, next_cursor, limit } }`. */
+export function Page<T extends TSchema>(item: T) {
+  return Type.Object({
+    data: Type.Array(item),
+    pagination: Type.Object({
+      has_more: Type.Boolean(),
+      next_cursor: Type.Union([Type.String(), Type.Null()]),
+      limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    }),
+  });
+}
+
+export const LimitQuery = Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' });
+export const CursorQuery = Type.String({ minLength: 1, maxLength: 1024, description: 'Opaque cursor from pagination.next_cursor.' });
+
+/** Error responses shared by every authenticated route, for the OpenAPI document. */
+export const standardErrors = {
+  400: { ...ErrorBodySchema, description: 'Invalid request fields (validation_error with details).' },
+  401: { ...ErrorBodySchema, description: 'Missing, invalid or revoked credentials.' },
+  403: { ...ErrorBodySchema, description: 'Insufficient scope, or the resource belongs to someone else.' },
+  429: { ...RateLimitedBodySchema, description: 'Rate limit exceeded; see Retry-After.' },
+  500: { ...ErrorBodySchema, description: 'Unexpected error; the body never carries internals.' },
+};

@@ -1,0 +1,6 @@
+/** A string cache with per-entry expiry: an in-process LRU, or Redis so instances share it. */
+export interface Cache {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string, ttlSeconds: number): Promise<void>;
+  delete(key: string): Promise<void>;
+}

@@ -1,0 +1,23 @@
+/**
+ * An exact sliding-log limiter: a request counts for `windowSeconds` after it was made. Shared
+ * between instances when backed by Redis; the memory implementation serves one process.
+ */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  /** Requests still allowed in the window after this one (0 when refused). */
+  remaining: number;
+  /** Unix seconds at which the oldest counted request leaves the window. */
+  resetAt: number;
+  /** Whole seconds until then, at least 1 (meaningful when refused). */
+  retryAfter: number;
+}
+
+export interface SlidingWindowLimiter {
+  /** Counts one request for `key` if it fits under `limit`; refused requests are not counted. */
+  hit(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
+  /** The decision a hit would get now, without counting anything. */
+  peek(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
+  /** Forgets every request counted for `key` (for example after a successful login). */
+  reset(key: string): Promise<void>;
+}
