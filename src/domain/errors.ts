@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'idempotency_in_progress'
   | 'rate_limit_exceeded'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'unavailable'
   | 'internal_error';
 

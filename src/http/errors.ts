@@ -18,6 +18,7 @@ const HTTP: Record<ErrorCode, { status: number; error: string }> = {
   idempotency_in_progress: { status: 409, error: 'idempotency_in_progress' },
   rate_limit_exceeded: { status: 429, error: 'rate_limit_exceeded' },
   payload_too_large: { status: 413, error: 'payload_too_large' },
+  unsupported_media_type: { status: 415, error: 'unsupported_media_type' },
   unavailable: { status: 503, error: 'service_unavailable' },
   internal_error: { status: 500, error: 'internal_error' },
 };
