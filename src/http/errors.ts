@@ -46,9 +46,8 @@ function fromFastify(err: FastifyError): DomainError | undefined {
     return new DomainError('payload_too_large', 'The request body is larger than the limit.');
   if (status === 415) {
     return new DomainError(
-      'validation_error',
+      'unsupported_media_type',
       'The request content type is not supported; send application/json.',
-      [{ field: null, message: 'unsupported content type', code: 'unsupported_media_type' }],
     );
   }
   if (status === 400) {
