@@ -1,0 +1,157 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+
+/** One JSON object on stdout, exit 0: what every admin command promises (decisions §2). */
+function json(result: { code: number | null; stdout: string; stderr: string }) {
+  expect(result.code, result.stderr).toBe(0);
+  const lines = result.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]!);
+}
+
+describe('atrium command line', () => {
+  let dir: string;
+  let db: TestDatabase;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'atrium-cli-'));
+    db = await freshDatabase();
+    const url = db.dialect === 'sqlite' ? `sqlite:${join(dir, 'atrium.db')}` : db.url;
+    env = { DATABASE_URL: url };
+  });
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await db.drop();
+  });
+
+  it('migrate applies the migrations once', async () => {
+    const first = json(await runCli(['migrate'], env));
+    expect(first.applied).toContain('0001_initial');
+    const again = json(await runCli(['migrate'], env));
+    expect(again.applied).toEqual([]);
+  });
+
+  it('creates an organization, a user in it and an API key for the user', async () => {
+    const org = json(await runCli(['orgs', 'create', '--name', 'Acme Ltd'], env));
+    expect(org).toMatchObject({ name: 'Acme Ltd' });
+    expect(org.id).toMatch(/^org_/);
+
+    const user = json(
+      await runCli(
+        [
+          'users',
+          'create',
+          '--handle',
+          'grace',
+          '--email',
+          'Grace@Example.com',
+          '--name',
+          'Grace Hopper',
+          '--role',
+          'admin',
+          '--org',
+          org.id,
+          '--password',
+          'correct horse',
+        ],
+        env,
+      ),
+    );
+    expect(user).toMatchObject({
+      name: 'Grace Hopper',
+      email: 'grace@example.com',
+      role: 'admin',
+      organization_id: org.id,
+    });
+    expect(user.id).toMatch(/^usr_/);
+    expect(user._links.self.href).toBe(`/v1/users/${user.id}`);
+    expect(JSON.stringify(user)).not.toMatch(/password|scrypt/);
+
+    const key = json(
+      await runCli(['api-keys', 'create', '--user', user.id, '--tier', 'growth', '--mode', 'live'], env),
+    );
+    expect(key).toMatchObject({ tier: 'growth', mode: 'live', user_id: user.id });
+    expect(key.key).toMatch(/^atr_live_[0-9a-f]{32}_[0-9a-f]{6}$/);
+    expect(key.key.startsWith(key.prefix)).toBe(true);
+
+    const revoked = json(await runCli(['api-keys', 'revoke', key.id], env));
+    expect(revoked.id).toBe(key.id);
+    expect(Number.isNaN(Date.parse(revoked.revoked_at))).toBe(false);
+  });
+
+  it('creates a product', async () => {
+    const p = json(await runCli(['products', 'create', '--name', 'Teapot', '--price-cents', '1999'], env));
+    expect(p).toMatchObject({ name: 'Teapot', price_cents: 1999 });
+    expect(p.id).toMatch(/^prd_/);
+  });
+
+  it('refuses a duplicate handle with exit 1 and a JSON error on stderr', async () => {
+    const args = ['users', 'create', '--handle', 'dup-user', '--email', 'dup@example.com'];
+    json(await runCli(args, env));
+    const res = await runCli(args, env);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toBe('');
+    expect(JSON.parse(res.stderr.trim())).toMatchObject({ error: 'already_exists' });
+  });
+
+  it('refuses invalid input with exit 1 naming the field', async () => {
+    const res = await runCli(['users', 'create', '--handle', 'x', '--email', 'not-an-email'], env);
+    expect(res.code).toBe(1);
+    const err = JSON.parse(res.stderr.trim());
+    expect(err.error).toBe('validation_error');
+    expect(err.details.map((d: { field: string }) => d.field).sort()).toEqual(['email', 'handle']);
+  });
+
+  it('exits 2 on bad usage', async () => {
+    for (const args of [
+      ['users', 'create', '--nope'],
+      ['frobnicate'],
+      ['users', 'create', '--handle', 'a1b', '--email', 'a@b.co', '--role', 'owner'],
+      [],
+    ]) {
+      const res = await runCli(args, env);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stdout).toBe('');
+    }
+  });
+
+  it('stops on bad configuration with one line naming the variable', async () => {
+    const res = await runCli(['migrate'], { ...env, GRPC_PORT: 'ninety' });
+    expect(res.code).toBe(1);
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ error: 'invalid_configuration', variable: 'GRPC_PORT' });
+  });
+
+  it('serve answers /readyz, then drains and exits 0 on SIGTERM', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--role', 'api'], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { PATH: process.env.PATH ?? '', ...env, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start line: ${stderr}`)), 15_000);
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        const m = /"http":"(http:\/\/[^"]+)"/.exec(stderr);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      });
+    });
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(200);
+    const exit = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(stderr).toContain('"msg":"stopped"');
+  });
+});

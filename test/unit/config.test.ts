@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, VARIABLES } from '../../src/config/schema.js';
+
+const failure = (env: Record<string, string>) => {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const c = parseConfig({});
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 3000,
+      grpcPort: 50051,
+      databaseUrl: 'sqlite:./data/atrium.db',
+      redisUrl: undefined,
+      nodeEnv: 'development',
+      publicUrl: 'http://127.0.0.1:3000',
+      authUrl: 'http://127.0.0.1:3000',
+      tokenSigning: 'rs256',
+      corsOrigins: [],
+      webhookTimeoutMs: 30000,
+      webhookBackoffBaseMs: 1000,
+      webhookAllowPrivate: true,
+      requestTimeoutMs: 30000,
+      bodyLimitBytes: 1048576,
+    });
+    expect(c.v1Sunset.toISOString()).toBe('2027-06-30T00:00:00.000Z');
+  });
+
+  it('derives PUBLIC_URL from HOST and PORT, and AUTH_URL from PUBLIC_URL', () => {
+    const c = parseConfig({ HOST: '0.0.0.0', PORT: '8080', PUBLIC_URL: 'https://api.example.com/' });
+    expect(c.publicUrl).toBe('https://api.example.com');
+    expect(c.authUrl).toBe('https://api.example.com');
+  });
+
+  it('turns off private webhook targets in production unless asked', () => {
+    expect(parseConfig({ NODE_ENV: 'production' }).webhookAllowPrivate).toBe(false);
+    expect(parseConfig({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(
+      true,
+    );
+  });
+
+  it('parses CORS origins as an exact list', () => {
+    expect(parseConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).corsOrigins).toEqual(
+      ['https://a.example.com', 'http://localhost:5173'],
+    );
+  });
+
+  const bad: Array<[string, string]> = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['GRPC_PORT', '-1'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['REDIS_URL', 'http://localhost'],
+    ['NODE_ENV', 'staging'],
+    ['PUBLIC_URL', 'not a url'],
+    ['AUTH_URL', 'ftp://auth.example.com'],
+    ['TOKEN_SIGNING', 'es256'],
+    ['JWT_SECRET', 'short'],
+    ['CORS_ORIGINS', '*'],
+    ['CORS_ORIGINS', 'https://a.example.com/path'],
+    ['WEBHOOK_TIMEOUT_MS', '0'],
+    ['WEBHOOK_BACKOFF_BASE_MS', '1.5'],
+    ['WEBHOOK_ALLOW_PRIVATE', 'maybe'],
+    ['LOG_LEVEL', 'loud'],
+    ['V1_SUNSET', '30/06/2027'],
+    ['REQUEST_TIMEOUT_MS', 'soon'],
+    ['BODY_LIMIT_BYTES', '0'],
+  ];
+  it.each(bad)('refuses %s=%s with an error naming the variable', (name, value) => {
+    const err = failure({ [name]: value });
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.variable).toBe(name);
+    expect(err.message.startsWith(`${name}: `)).toBe(true);
+    expect(err.message).not.toContain('\n');
+  });
+
+  it('requires JWT_SECRET for the HS256 variant, and never echoes the secret', () => {
+    expect(failure({ TOKEN_SIGNING: 'hs256' }).variable).toBe('JWT_SECRET');
+    const err = failure({ JWT_SECRET: 'tooshort-secret' });
+    expect(err.message).not.toContain('tooshort-secret');
+    expect(parseConfig({ TOKEN_SIGNING: 'hs256', JWT_SECRET: 'x'.repeat(32) }).tokenSigning).toBe('hs256');
+  });
+
+  it('documents every variable it reads', () => {
+    const names = VARIABLES.map((v) => v.name);
+    for (const n of [
+      'HOST',
+      'PORT',
+      'GRPC_PORT',
+      'DATABASE_URL',
+      'REDIS_URL',
+      'NODE_ENV',
+      'PUBLIC_URL',
+      'AUTH_URL',
+      'TOKEN_SIGNING',
+      'CORS_ORIGINS',
+      'WEBHOOK_TIMEOUT_MS',
+      'WEBHOOK_BACKOFF_BASE_MS',
+      'WEBHOOK_ALLOW_PRIVATE',
+      'PERSISTED_QUERIES_FILE',
+    ]) {
+      expect(names).toContain(n);
+    }
+  });
+});
