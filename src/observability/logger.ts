@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 /** Paths whose values never reach a log line: keys, tokens, passwords, secrets. */
 export const REDACT_PATHS = [
@@ -19,9 +19,9 @@ export const REDACT_PATHS = [
 ];
 
 /** JSON logs on stderr, so stdout stays free for the CLI's one JSON object. */
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, destination: DestinationStream = pino.destination(2)): Logger {
   return pino(
     { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'atrium' } },
-    pino.destination(2),
+    destination,
   );
 }
