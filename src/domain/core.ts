@@ -1,6 +1,10 @@
+import { CommentService } from './comments.js';
 import type { CoreDeps } from './context.js';
 import { OrganizationService } from './organizations.js';
+import { PostService } from './posts.js';
 import { ProductService } from './products.js';
+import { SearchService } from './search.js';
+import { TagService } from './tags.js';
 import { UserService } from './users.js';
 
 /** Every domain service, built once by the composition root and shared by all surfaces. */
@@ -9,11 +13,19 @@ export interface Core {
   organizations: OrganizationService;
   users: UserService;
   products: ProductService;
+  tags: TagService;
+  posts: PostService;
+  comments: CommentService;
+  search: SearchService;
 }
 
 export function createCore(deps: CoreDeps): Core {
   const organizations = new OrganizationService(deps);
   const users = new UserService(deps, organizations);
   const products = new ProductService(deps);
-  return { deps, organizations, users, products };
+  const tags = new TagService(deps);
+  const posts = new PostService(deps, tags);
+  const comments = new CommentService(deps);
+  const search = new SearchService(deps);
+  return { deps, organizations, users, products, tags, posts, comments, search };
 }

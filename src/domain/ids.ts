@@ -70,6 +70,17 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
 }
 
+/**
+ * An id that encodes exactly `ms`, for loading historical data (the demo seed). newId clamps a past
+ * time to the newest it has issued, which keeps one process's ids increasing but would stamp old
+ * records with today's time; bulk loaders order their own rows and rely on the 80 random bits.
+ */
+export function idAt(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(ms)}${freshRandom()
+    .map((d) => ALPHABET[d])
+    .join('')}`;
+}
+
 const ID_SHAPE = /^([a-z]{3})_[0-9a-hjkmnp-tv-z]{26}$/;
 
 /** True when `value` has the shape of an id with the given prefix. */

@@ -1,0 +1,203 @@
+import type { CursorCodec, CursorPosition } from './cursor.js';
+import { Problems } from './errors.js';
+
+/**
+ * Cursor connections (Relay style) over lists keyed by time-ordered ids, shared by posts and
+ * comments. Paging is keyset on `id` only: ids sort by creation time, so no offset scans and no
+ * duplicates or gaps when rows are added between pages.
+ */
+export interface PageArgs {
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  last?: number | null | undefined;
+  before?: string | null | undefined;
+}
+
+export interface Edge<T> {
+  node: T;
+  cursor: string;
+}
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor: string | null;
+  endCursor: string | null;
+}
+
+export interface Connection<T> {
+  edges: Edge<T>[];
+  pageInfo: PageInfo;
+  /** Items in the whole list, whatever the cursors (the spec's `totalCount`). */
+  totalCount: number;
+}
+
+export const MAX_PAGE_SIZE = 100;
+
+export type Order = 'asc' | 'desc';
+export type KeyOp = '<' | '<=' | '>' | '>=';
+export interface KeyBound {
+  op: KeyOp;
+  id: string;
+}
+
+interface KeyedRow {
+  id: string;
+  created_at: string;
+}
+
+/** One list as the pager needs it; services supply the queries, the pager the rules. */
+export interface KeysetList<Row extends KeyedRow> {
+  /** Cursors of one list are refused by every other (a post cursor is no comment cursor). */
+  scope: string;
+  order: Order;
+  defaultSize: number;
+  /** Rows of the list within every bound, in `order`, at most `limit`. */
+  fetch(bounds: KeyBound[], order: Order, limit: number): Promise<Row[]>;
+  count(): Promise<number>;
+}
+
+interface PageRequest {
+  backward: boolean;
+  size: number;
+  after: CursorPosition | undefined;
+  before: CursorPosition | undefined;
+}
+
+/**
+ * Reads connection arguments: `first`/`after` page forward, `last`/`before` backward; `before`
+ * alone pages backward by the default size. Sizes are 0 to 100; more is a `range_error`, which the
+ * GraphQL surface reports as BAD_USER_INPUT.
+ */
+export function readPageArgs(
+  cursors: CursorCodec,
+  scope: string,
+  args: PageArgs,
+  defaultSize: number,
+): PageRequest {
+  const problems = new Problems();
+  const first = args.first ?? undefined;
+  const last = args.last ?? undefined;
+  for (const [field, value] of [
+    ['first', first],
+    ['last', last],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 0 || value > MAX_PAGE_SIZE) {
+      problems.add(field, `${field} must be an integer from 0 to ${MAX_PAGE_SIZE}`, 'range_error');
+    }
+  }
+  if (first !== undefined && last !== undefined) {
+    problems.add('last', 'first and last cannot be used together', 'invalid_combination');
+  }
+  problems.throwIfAny();
+  const after = args.after ? cursors.decode(scope, args.after, 'after') : undefined;
+  const before = args.before ? cursors.decode(scope, args.before, 'before') : undefined;
+  const backward = last !== undefined || (first === undefined && before !== undefined);
+  return { backward, size: (backward ? last : first) ?? defaultSize, after, before };
+}
+
+const flip = (order: Order): Order => (order === 'asc' ? 'desc' : 'asc');
+
+/** The bound that keeps rows strictly past a cursor in list order, and its inclusive opposite. */
+function past(order: Order, id: string): KeyBound {
+  return { op: order === 'desc' ? '<' : '>', id };
+}
+function notPast(order: Order, id: string): KeyBound {
+  return { op: order === 'desc' ? '>=' : '<=', id };
+}
+
+export async function paginate<Row extends KeyedRow, T>(
+  cursors: CursorCodec,
+  list: KeysetList<Row>,
+  args: PageArgs,
+  toNode: (row: Row) => T,
+): Promise<Connection<T>> {
+  const req = readPageArgs(cursors, list.scope, args, list.defaultSize);
+  const bounds: KeyBound[] = [];
+  if (req.after) bounds.push(past(list.order, req.after.id));
+  if (req.before) bounds.push(past(flip(list.order), req.before.id));
+
+  // One row more than asked tells whether the page is the last in its direction; the other
+  // direction is "anything at or beyond the cursor we started from".
+  const anchor = req.backward
+    ? req.before && notPast(flip(list.order), req.before.id)
+    : req.after && notPast(list.order, req.after.id);
+  const [fetched, beyond, totalCount] = await Promise.all([
+    list.fetch(bounds, req.backward ? flip(list.order) : list.order, req.size + 1),
+    anchor ? list.fetch([anchor], list.order, 1) : Promise.resolve([]),
+    list.count(),
+  ]);
+  const more = fetched.length > req.size;
+  const rows = fetched.slice(0, req.size);
+  if (req.backward) rows.reverse();
+  const beyondAnchor = beyond.length > 0;
+
+  const edges = rows.map((row) => ({
+    node: toNode(row),
+    cursor: cursors.encode(list.scope, { id: row.id, createdAt: row.created_at }),
+  }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: req.backward ? beyondAnchor : more,
+      hasPreviousPage: req.backward ? more : beyondAnchor,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+    totalCount,
+  };
+}
+
+/**
+ * First pages of many lists at once (Post.comments, User.posts through a data loader): `rows` holds
+ * up to `first + 1` rows per parent in list order, `counts` each parent's total.
+ */
+export function firstPages<Row extends KeyedRow, T>(
+  cursors: CursorCodec,
+  parentIds: readonly string[],
+  rows: readonly Row[],
+  parentOf: (row: Row) => string,
+  counts: ReadonlyMap<string, number>,
+  first: number,
+  scopeOf: (parentId: string) => string,
+  toNode: (row: Row) => T,
+): Map<string, Connection<T>> {
+  const grouped = new Map<string, Row[]>();
+  for (const row of rows) {
+    const key = parentOf(row);
+    const list = grouped.get(key);
+    if (list) list.push(row);
+    else grouped.set(key, [row]);
+  }
+  const out = new Map<string, Connection<T>>();
+  for (const parentId of parentIds) {
+    const all = grouped.get(parentId) ?? [];
+    const edges = all.slice(0, first).map((row) => ({
+      node: toNode(row),
+      cursor: cursors.encode(scopeOf(parentId), { id: row.id, createdAt: row.created_at }),
+    }));
+    out.set(parentId, {
+      edges,
+      pageInfo: {
+        hasNextPage: all.length > first,
+        hasPreviousPage: false,
+        startCursor: edges[0]?.cursor ?? null,
+        endCursor: edges.at(-1)?.cursor ?? null,
+      },
+      totalCount: counts.get(parentId) ?? 0,
+    });
+  }
+  return out;
+}
+
+/** Validates the page size of a batched first page (no cursors: a loader key is parent + size). */
+export function checkFirst(first: number | null | undefined, defaultSize: number): number {
+  const size = first ?? defaultSize;
+  if (!Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
+    new Problems()
+      .add('first', `first must be an integer from 0 to ${MAX_PAGE_SIZE}`, 'range_error')
+      .throwIfAny();
+  }
+  return size;
+}

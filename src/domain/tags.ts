@@ -1,0 +1,107 @@
+import type { Transaction } from 'kysely';
+import type { Db } from '../store/store.js';
+import type { Database } from '../store/types.js';
+import type { CoreDeps } from './context.js';
+import type { Problems } from './errors.js';
+import { checkText } from './validate.js';
+
+export const MAX_TAGS_PER_POST = 20;
+export const MAX_TAG_LENGTH = 50;
+
+/** The spec's `Tag { name, postCount }`. */
+export interface Tag {
+  name: string;
+  postCount: number;
+}
+
+/**
+ * Tags are compared case-insensitively, so they are stored lower-case and trimmed with inner
+ * whitespace collapsed; duplicates after normalising collapse into one. Problems go on `field`.
+ */
+export function normaliseTags(input: unknown, problems: Problems, field = 'tags'): string[] {
+  if (!Array.isArray(input)) {
+    problems.add(field, `${field} must be a list of strings`);
+    return [];
+  }
+  const out: string[] = [];
+  input.forEach((raw: unknown, index) => {
+    if (typeof raw !== 'string') {
+      problems.add(field, `${field}[${index}] must be a string`);
+      return;
+    }
+    const name = raw.trim().replace(/\s+/g, ' ').toLowerCase();
+    const bad = checkText(name, 1, MAX_TAG_LENGTH);
+    if (bad) problems.add(field, `${field}[${index}] ${bad}`, 'range_error');
+    else if (!out.includes(name)) out.push(name);
+  });
+  if (out.length > MAX_TAGS_PER_POST) {
+    problems.add(field, `a post has at most ${MAX_TAGS_PER_POST} tags`, 'range_error');
+  }
+  return out;
+}
+
+/** Makes the post's tag set exactly `tags`, creating tags that are new. */
+export async function replacePostTags(
+  db: Transaction<Database> | Db,
+  postId: string,
+  tags: readonly string[],
+  now: string,
+): Promise<void> {
+  await db.deleteFrom('post_tags').where('post_id', '=', postId).execute();
+  if (tags.length === 0) return;
+  await db
+    .insertInto('tags')
+    .values(tags.map((name) => ({ name, created_at: now })))
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  await db
+    .insertInto('post_tags')
+    .values(tags.map((tag_name) => ({ post_id: postId, tag_name })))
+    .execute();
+}
+
+export class TagService {
+  constructor(private readonly deps: CoreDeps) {}
+
+  /** Tag names of many posts, alphabetical; every asked id is in the map (untagged: []). */
+  async forPosts(postIds: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(postIds.map((id) => [id, []]));
+    if (postIds.length === 0) return out;
+    const rows = await this.deps.store.db
+      .selectFrom('post_tags')
+      .select(['post_id', 'tag_name'])
+      .where('post_id', 'in', [...new Set(postIds)])
+      .orderBy('post_id')
+      .orderBy('tag_name')
+      .execute();
+    for (const row of rows) out.get(row.post_id)?.push(row.tag_name);
+    return out;
+  }
+
+  /** Tags by name with their post counts; unknown names are absent. Names are matched normalised. */
+  async getMany(names: readonly string[]): Promise<Map<string, Tag>> {
+    const wanted = [...new Set(names.map((n) => n.trim().toLowerCase()))];
+    if (wanted.length === 0) return new Map();
+    const rows = await this.deps.store.db
+      .selectFrom('tags')
+      .leftJoin('post_tags', 'post_tags.tag_name', 'tags.name')
+      .select((eb) => ['tags.name', eb.fn.count<number>('post_tags.post_id').as('postCount')])
+      .where('tags.name', 'in', wanted)
+      .groupBy('tags.name')
+      .execute();
+    return new Map(rows.map((r) => [r.name, { name: r.name, postCount: Number(r.postCount) }]));
+  }
+
+  /** Tags in use, most used first (ties by name). */
+  async popular(limit = 20): Promise<Tag[]> {
+    const rows = await this.deps.store.db
+      .selectFrom('post_tags')
+      .select((eb) => ['tag_name', eb.fn.count<number>('post_id').as('postCount')])
+      .groupBy('tag_name')
+      .orderBy('postCount', 'desc')
+      .orderBy('tag_name', 'asc')
+      .limit(Math.max(0, Math.min(limit, 1000)))
+      .execute();
+    return rows.map((r) => ({ name: r.tag_name, postCount: Number(r.postCount) }));
+  }
+}
