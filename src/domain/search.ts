@@ -1,0 +1,113 @@
+import { sql } from 'kysely';
+import type { CoreDeps } from './context.js';
+import { Problems } from './errors.js';
+
+export type SearchKind = 'user' | 'post' | 'comment';
+
+export interface SearchHit {
+  kind: SearchKind;
+  id: string;
+  /** Higher is more relevant; comparable only within one result list. */
+  score: number;
+}
+
+export const SEARCH_DEFAULT_LIMIT = 20;
+export const SEARCH_MAX_LIMIT = 100;
+const MAX_TOKENS = 16;
+const MAX_TOKEN_LENGTH = 64;
+
+/**
+ * The words of a user's query: letters and digits only, lower-case, at most 16. Every other
+ * character (quotes, `*`, parentheses, `-`, `:`) separates words, as both engines' tokenisers do
+ * for the indexed text, so no user input can reach the query syntax of either engine.
+ */
+export function searchTokens(query: string): string[] {
+  const words =
+    query
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+  return words.slice(0, MAX_TOKENS).map((w) => w.slice(0, MAX_TOKEN_LENGTH));
+}
+
+/**
+ * An FTS5 query matching rows that contain every word. Each word is a quoted string, so words
+ * such as AND, OR, NOT or NEAR are plain words, never operators.
+ */
+export function ftsMatchExpression(tokens: readonly string[]): string {
+  return tokens.map((t) => `"${t.replaceAll('"', '""')}"`).join(' ');
+}
+
+/**
+ * Full-text search over users (handle and name), posts (title and body) and comments (body), in
+ * each engine's own facility: the FTS5 table on SQLite, the expression GIN indexes on PostgreSQL.
+ * Every word must match; hits are ranked by relevance (bm25 / ts_rank), newest first on ties.
+ */
+export class SearchService {
+  constructor(private readonly deps: CoreDeps) {}
+
+  async search(query: string, limit: number = SEARCH_DEFAULT_LIMIT): Promise<SearchHit[]> {
+    const problems = new Problems();
+    if (typeof query !== 'string') problems.add('query', 'query must be a string');
+    if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_MAX_LIMIT) {
+      problems.add('limit', `limit must be an integer from 1 to ${SEARCH_MAX_LIMIT}`, 'range_error');
+    }
+    problems.throwIfAny();
+    const tokens = searchTokens(query);
+    if (tokens.length === 0) return [];
+    return this.deps.store.dialect === 'sqlite'
+      ? this.searchSqlite(tokens, limit)
+      : this.searchPostgres(tokens, limit);
+  }
+
+  private async searchSqlite(tokens: string[], limit: number): Promise<SearchHit[]> {
+    const { rows } = await sqliteSearchQuery(tokens, limit).execute(this.deps.store.db);
+    return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
+  }
+
+  private async searchPostgres(tokens: string[], limit: number): Promise<SearchHit[]> {
+    const { rows } = await postgresSearchQuery(tokens, limit).execute(this.deps.store.db);
+    return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
+  }
+}
+
+type HitRow = { kind: SearchKind; id: string; score: number };
+
+/** bm25() is lower-is-better; deleted users stay in the index (a soft delete is an update). */
+export function sqliteSearchQuery(tokens: readonly string[], limit: number) {
+  return sql<HitRow>`
+    select kind, entity_id as id, -bm25(search_index) as score
+    from search_index
+    where search_index match ${ftsMatchExpression(tokens)}
+      and not (kind = 'user' and entity_id in (select id from users where deleted_at is not null))
+    order by score desc, entity_id desc
+    limit ${limit}`;
+}
+
+/**
+ * The tsvector expressions are exactly those of the expression GIN indexes (migration 0001), so
+ * each branch can use its index; a test holds the plan to that.
+ */
+export function postgresSearchQuery(tokens: readonly string[], limit: number) {
+  const text = tokens.join(' ');
+  return sql<HitRow>`
+    select kind, id, score from (
+      (select 'user' as kind, u.id, ts_rank(to_tsvector('simple', handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, '')), q) as score
+       from users u, plainto_tsquery('simple', ${text}) q
+       where to_tsvector('simple', handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, '')) @@ q
+         and u.deleted_at is null
+       order by score desc, u.id desc limit ${limit})
+      union all
+      (select 'post' as kind, p.id, ts_rank(to_tsvector('english', title || ' ' || body), q) as score
+       from posts p, plainto_tsquery('english', ${text}) q
+       where to_tsvector('english', title || ' ' || body) @@ q
+       order by score desc, p.id desc limit ${limit})
+      union all
+      (select 'comment' as kind, c.id, ts_rank(to_tsvector('english', body), q) as score
+       from comments c, plainto_tsquery('english', ${text}) q
+       where to_tsvector('english', body) @@ q
+       order by score desc, c.id desc limit ${limit})
+    ) hits
+    order by score desc, id desc
+    limit ${limit}`;
+}

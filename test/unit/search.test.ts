@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../../src/domain/actor.js';
+import { DomainError } from '../../src/domain/errors.js';
+import { ftsMatchExpression, searchTokens } from '../../src/domain/search.js';
+import { startCore, type TestCore } from './support/core.js';
+
+describe('searchTokens', () => {
+  it('keeps letters and digits only, lower-cased, and caps the number of words', () => {
+    expect(searchTokens('Hello, "World"* AND (x) NEAR/3 c++ e-mail')).toEqual([
+      'hello',
+      'world',
+      'and',
+      'x',
+      'near',
+      '3',
+      'c',
+      'e',
+      'mail',
+    ]);
+    expect(searchTokens('  ')).toEqual([]);
+    expect(searchTokens('Ünïcödé naïve 東京')).toEqual(['ünïcödé', 'naïve', '東京']);
+    expect(searchTokens('a '.repeat(100))).toHaveLength(16);
+  });
+
+  it('quotes every word so FTS5 never sees an operator', () => {
+    expect(ftsMatchExpression(['near', 'and'])).toBe('"near" "and"');
+  });
+});
+
+describe('SearchService', () => {
+  let t: TestCore;
+  let ada: Actor;
+  let postId: string;
+  let olderPostId: string;
+  let commentId: string;
+
+  beforeAll(async () => {
+    t = await startCore();
+    ada = (await t.user('member', 'ada_lovelace')).actor;
+    await t.core.users.update(ada, ada.id, { name: 'Ada Lovelace' });
+    olderPostId = (
+      await t.core.posts.create(ada, {
+        title: 'Engines of thought',
+        body: 'The analytical engine weaves patterns.',
+        authorId: ada.id,
+      })
+    ).id;
+    t.clock.advance(1000);
+    postId = (
+      await t.core.posts.create(ada, {
+        title: 'Notes on the analytical engine',
+        body: 'Bernoulli numbers computed by the analytical engine, engine, engine.',
+        authorId: ada.id,
+      })
+    ).id;
+    commentId = (
+      await t.core.comments.add(ada, {
+        body: 'Poetical science needs imagination.',
+        authorId: ada.id,
+        postId,
+      })
+    ).id;
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  it('finds users by handle and name, posts by title and body, comments by body', async () => {
+    expect(await t.core.search.search('lovelace')).toEqual([
+      { kind: 'user', id: ada.id, score: expect.any(Number) },
+    ]);
+    expect((await t.core.search.search('Bernoulli')).map((h) => h.id)).toEqual([postId]);
+    expect((await t.core.search.search('imagination')).map((h) => [h.kind, h.id])).toEqual([
+      ['comment', commentId],
+    ]);
+  });
+
+  it('requires every word, and stems English words in posts and comments', async () => {
+    expect((await t.core.search.search('analytical bernoulli')).map((h) => h.id)).toEqual([postId]);
+    expect(await t.core.search.search('analytical unicorn')).toEqual([]);
+    expect((await t.core.search.search('imagine')).map((h) => h.id)).toContain(commentId);
+  });
+
+  it('ranks the more relevant post first and reports scores in descending order', async () => {
+    const hits = await t.core.search.search('engine');
+    expect(hits.map((h) => h.id)).toEqual([postId, olderPostId]);
+    expect(hits[0]!.score).toBeGreaterThanOrEqual(hits[1]!.score);
+  });
+
+  it('honours the limit and refuses limits outside 1 to 100', async () => {
+    expect(await t.core.search.search('engine', 1)).toHaveLength(1);
+    for (const limit of [0, 101, 2.5]) {
+      const err = await t.core.search.search('engine', limit).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).details[0]).toMatchObject({ field: 'limit', code: 'range_error' });
+    }
+  });
+
+  it('never fails on hostile input', async () => {
+    const hostile = [
+      '"',
+      '""',
+      '*',
+      'AND (',
+      'NEAR',
+      'NEAR(engine notes, 2)',
+      'OR',
+      'NOT engine',
+      '-engine',
+      'title:engine',
+      '^engine',
+      'engine*',
+      "'; drop table posts; --",
+      '\u0000\u0001',
+      '(((',
+      '!@#$%^&*()',
+      'x'.repeat(10_000),
+      '',
+      '   ',
+    ];
+    for (const q of hostile) {
+      const hits = await t.core.search.search(q);
+      expect(Array.isArray(hits)).toBe(true);
+    }
+    expect(await t.core.search.search('')).toEqual([]);
+    // Operators are plain words: "engine NEAR unicorn" and "engine AND unicorn" need a word no post
+    // holds. (PostgreSQL drops English stop words such as "not" and "and"; SQLite keeps them.)
+    expect(await t.core.search.search('engine NEAR unicorn')).toEqual([]);
+    expect(await t.core.search.search('engine AND unicorn')).toEqual([]);
+    expect(await t.core.search.search('engine OR unicorn')).toEqual([]);
+    expect((await t.core.search.search('engine*')).map((h) => h.id)).toEqual([postId, olderPostId]);
+    expect((await t.core.search.search('title:engine')).length).toBe(0);
+  });
+
+  it('forgets deleted posts and their comments, and follows edits', async () => {
+    const temp = await t.core.posts.create(ada, { title: 'Zeppelin', body: 'airship', authorId: ada.id });
+    const c = await t.core.comments.add(ada, { body: 'zeppelin ride', authorId: ada.id, postId: temp.id });
+    expect((await t.core.search.search('zeppelin')).map((h) => h.id).sort()).toEqual([c.id, temp.id].sort());
+    await t.core.posts.update(ada, temp.id, { title: 'Blimp' });
+    expect((await t.core.search.search('zeppelin')).map((h) => h.id)).toEqual([c.id]);
+    await t.core.posts.delete(ada, temp.id);
+    expect(await t.core.search.search('zeppelin')).toEqual([]);
+    expect(await t.core.search.search('blimp')).toEqual([]);
+  });
+
+  it('leaves out soft-deleted users', async () => {
+    const { user } = await t.user('member', 'grace_hopper');
+    expect((await t.core.search.search('grace')).map((h) => h.id)).toEqual([user.id]);
+    await t.store.db
+      .updateTable('users')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('id', '=', user.id)
+      .execute();
+    expect(await t.core.search.search('grace')).toEqual([]);
+  });
+});
