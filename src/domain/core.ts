@@ -1,5 +1,8 @@
 import { CommentService } from './comments.js';
 import type { CoreDeps } from './context.js';
+import { CouponService } from './coupons.js';
+import { IdempotencyService } from './idempotency.js';
+import { OrderService } from './orders.js';
 import { OrganizationService } from './organizations.js';
 import { PostService } from './posts.js';
 import { ProductService } from './products.js';
@@ -17,6 +20,9 @@ export interface Core {
   posts: PostService;
   comments: CommentService;
   search: SearchService;
+  coupons: CouponService;
+  orders: OrderService;
+  idempotency: IdempotencyService;
 }
 
 export function createCore(deps: CoreDeps): Core {
@@ -27,5 +33,8 @@ export function createCore(deps: CoreDeps): Core {
   const posts = new PostService(deps, tags);
   const comments = new CommentService(deps);
   const search = new SearchService(deps);
-  return { deps, organizations, users, products, tags, posts, comments, search };
+  const coupons = new CouponService(deps);
+  const orders = new OrderService(deps, coupons);
+  const idempotency = new IdempotencyService(deps);
+  return { deps, organizations, users, products, tags, posts, comments, search, coupons, orders, idempotency };
 }

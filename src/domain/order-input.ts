@@ -1,0 +1,106 @@
+import type { OrderStatus } from '../store/types.js';
+import { Problems } from './errors.js';
+import { normaliseCouponCode } from './coupons.js';
+import { isCountryCode } from './order-countries.js';
+import {
+  CURRENCIES,
+  type CreateOrderInput,
+  MAX_ITEMS,
+  MAX_QUANTITY,
+  type OrderItemInput,
+  type ShippingAddress,
+  type UpdateOrderInput,
+} from './order-model.js';
+import { ORDER_STATUSES } from './order-state.js';
+import { checkText } from './validate.js';
+
+/**
+ * Field checks for order input. The REST schemas reject most of this before it arrives; the core
+ * checks again because GraphQL and the seed call it too, and the rules must not depend on the door.
+ * Field names in problems are the wire names (`items[2].quantity`).
+ */
+const ADDRESS_LIMITS: Array<[keyof ShippingAddress, string, number]> = [
+  ['name', 'name', 100],
+  ['street', 'street', 200],
+  ['city', 'city', 100],
+  ['postalCode', 'postal_code', 20],
+];
+
+/** `prefix` is where the item sits in the body: `items[3]` in an order, empty when it is the body. */
+export const fieldAt = (prefix: string, name: string): string => (prefix === '' ? name : `${prefix}.${name}`);
+
+export function checkItem(problems: Problems, item: OrderItemInput, prefix: string): void {
+  const productId = fieldAt(prefix, 'product_id');
+  const quantity = fieldAt(prefix, 'quantity');
+  if (typeof item?.productId !== 'string' || item.productId.length < 1 || item.productId.length > 64) {
+    problems.add(productId, `${productId} must be 1 to 64 characters`, 'range_error');
+  }
+  if (!Number.isInteger(item?.quantity) || item.quantity < 1 || item.quantity > MAX_QUANTITY) {
+    problems.add(quantity, `${quantity} must be an integer from 1 to ${MAX_QUANTITY}`, 'range_error');
+  }
+}
+
+function checkAddress(problems: Problems, address: ShippingAddress | undefined): void {
+  if (address === undefined || address === null || typeof address !== 'object') {
+    problems.add('shipping_address', 'shipping_address is required', 'required');
+    return;
+  }
+  for (const [key, wire, max] of ADDRESS_LIMITS) {
+    const bad = checkText(address[key], 1, max);
+    if (bad) problems.add(`shipping_address.${wire}`, `shipping_address.${wire} ${bad}`, 'range_error');
+    else if (address[key].trim() === '')
+      problems.add(`shipping_address.${wire}`, `shipping_address.${wire} must not be blank`, 'range_error');
+  }
+  if (typeof address.country !== 'string' || !isCountryCode(address.country)) {
+    problems.add(
+      'shipping_address.country',
+      'shipping_address.country must be an ISO 3166-1 alpha-2 code such as US or DE',
+      'invalid_enum',
+    );
+  }
+}
+
+function checkCoupon(problems: Problems, code: string | null | undefined): void {
+  if (code === undefined || code === null) return;
+  if (typeof code !== 'string' || normaliseCouponCode(code) === null) {
+    problems.add(
+      'coupon_code',
+      'coupon_code must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit',
+      'invalid_format',
+    );
+  }
+}
+
+function checkCurrency(problems: Problems, currency: unknown): void {
+  if (!CURRENCIES.includes(currency as never)) {
+    problems.add('currency', `currency must be one of ${CURRENCIES.join(', ')}`, 'invalid_enum');
+  }
+}
+
+export function checkCreateInput(input: CreateOrderInput): void {
+  const problems = new Problems();
+  if (!Array.isArray(input.items) || input.items.length < 1 || input.items.length > MAX_ITEMS) {
+    problems.add('items', `items must have 1 to ${MAX_ITEMS} entries`, 'range_error');
+  } else {
+    input.items.forEach((item, i) => checkItem(problems, item, `items[${i}]`));
+  }
+  checkCurrency(problems, input.currency);
+  checkAddress(problems, input.shippingAddress);
+  checkCoupon(problems, input.couponCode);
+  problems.throwIfAny();
+}
+
+export function checkUpdateInput(input: UpdateOrderInput): void {
+  const problems = new Problems();
+  const given = Object.entries(input).filter(([, v]) => v !== undefined);
+  if (given.length === 0) {
+    problems.add(null, 'Send at least one of currency, shipping_address, coupon_code, status.', 'required');
+  }
+  if (input.currency !== undefined) checkCurrency(problems, input.currency);
+  if (input.shippingAddress !== undefined) checkAddress(problems, input.shippingAddress);
+  checkCoupon(problems, input.couponCode);
+  if (input.status !== undefined && !ORDER_STATUSES.includes(input.status as OrderStatus)) {
+    problems.add('status', `status must be one of ${ORDER_STATUSES.join(', ')}`, 'invalid_enum');
+  }
+  problems.throwIfAny();
+}
