@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerRole, Services } from '../compose.js';
+import { ordersRouteModule } from './rest/orders/index.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
 export interface RouteModule {
@@ -9,4 +10,4 @@ export interface RouteModule {
 }
 
 /** Every HTTP surface, in registration order. A new surface adds one entry here. */
-export const ROUTE_MODULES: RouteModule[] = [];
+export const ROUTE_MODULES: RouteModule[] = [ordersRouteModule];

@@ -1,0 +1,75 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { Services } from '../../../compose.js';
+import { toActor } from '../../../auth/principal.js';
+import type { Scope } from '../../../auth/scopes.js';
+import type { Actor } from '../../../domain/actor.js';
+import { missingCredentials } from '../../../auth/authenticator.js';
+import type { ApiVersion } from './versions.js';
+
+export type OrdersApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** Everything a route file needs: the typed app, the services and the version it serves. */
+export interface RouteContext {
+  app: OrdersApp;
+  services: Services;
+  version: ApiVersion;
+}
+
+export function actorOf(request: FastifyRequest): Actor {
+  if (!request.principal) throw missingCredentials();
+  return toActor(request.principal);
+}
+
+/**
+ * Authentication and scope run on request, before the body is parsed and validated: a caller
+ * without credentials gets 401 (and one without the scope 403) whatever it sent.
+ */
+export function authOn(services: Services, scope: Scope): onRequestAsyncHookHandler {
+  return services.httpAuth.required(scope) as unknown as onRequestAsyncHookHandler;
+}
+
+const SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearerAuth: [] }];
+
+/** OpenAPI metadata shared by every order route. */
+export function docs(version: ApiVersion, summary: string, description?: string) {
+  return {
+    tags: [version.deprecated ? 'orders (v1, deprecated)' : 'orders'],
+    summary,
+    ...(description ? { description } : {}),
+    ...(version.deprecated ? { deprecated: true } : {}),
+    security: SECURITY,
+  };
+}
+
+/** Adds names to Vary without dropping what other steps (CORS) put there. */
+export function addVary(reply: FastifyReply, ...names: string[]): void {
+  const current = reply.getHeader('vary');
+  const existing = (Array.isArray(current) ? current.join(',') : String(current ?? ''))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  const lower = new Set(existing.map((s) => s.toLowerCase()));
+  for (const n of names) if (!lower.has(n.toLowerCase())) existing.push(n);
+  reply.header('vary', existing.join(', '));
+}
+
+export const firstHeader = (request: FastifyRequest, name: string): string | undefined => {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+};

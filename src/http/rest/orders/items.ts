@@ -1,0 +1,110 @@
+import { Type } from '@sinclair/typebox';
+import { standardErrors } from '../common-schemas.js';
+import { actorOf, authOn, docs, type RouteContext } from './common.js';
+import { itemInput } from './input.js';
+import { errorResponse, ItemParams, NoContent, OrderItemInputSchema, OrderParams } from './schemas.js';
+
+const notFound = errorResponse('No order, or no item with this id in the order.');
+const stateConflict = errorResponse('The order is no longer PENDING, or the item is its last one.');
+
+/** The line items of an order: list, read one, add, remove. */
+export function registerItems({ app, services, version }: RouteContext): void {
+  const base = `${version.prefix}/orders/:order_id/items`;
+
+  app.get(
+    base,
+    {
+      onRequest: authOn(services, 'orders:read'),
+      schema: {
+        ...docs(version, 'List the items of an order'),
+        params: OrderParams,
+        response: {
+          200: Type.Object(
+            { data: Type.Array(version.itemSchema) },
+            { description: 'Every item, oldest first.' },
+          ),
+          ...standardErrors,
+          404: notFound,
+        },
+      },
+    },
+    async (request) => {
+      const order = await services.core.orders.get(actorOf(request), request.params.order_id);
+      return { data: order.items.map(version.item) };
+    },
+  );
+
+  app.get(
+    `${base}/:item_id`,
+    {
+      onRequest: authOn(services, 'orders:read'),
+      schema: {
+        ...docs(version, 'Retrieve one item of an order'),
+        params: ItemParams,
+        response: { 200: version.itemSchema, ...standardErrors, 404: notFound },
+      },
+    },
+    async (request) => {
+      const { order_id, item_id } = request.params;
+      return version.item(await services.core.orders.getItem(actorOf(request), order_id, item_id));
+    },
+  );
+
+  app.post(
+    base,
+    {
+      onRequest: authOn(services, 'orders:write'),
+      schema: {
+        ...docs(
+          version,
+          'Add an item to an order',
+          'Body: { product_id, quantity }. Allowed while the order is PENDING and has fewer than 50 items; ' +
+            'the unit price comes from the catalogue and the totals are recomputed.',
+        ),
+        params: OrderParams,
+        body: OrderItemInputSchema,
+        response: {
+          201: {
+            ...version.itemSchema,
+            description: 'The new item.',
+            headers: { Location: { type: 'string', description: `${base}/{item_id}` } },
+          },
+          ...standardErrors,
+          404: notFound,
+          409: stateConflict,
+          422: errorResponse('Unknown product, or the order already has 50 items.'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { order, item } = await services.core.orders.addItem(
+        actorOf(request),
+        request.params.order_id,
+        itemInput(request.body),
+      );
+      reply.header('location', `${version.prefix}/orders/${order.id}/items/${item.id}`);
+      return reply.code(201).send(version.item(item));
+    },
+  );
+
+  app.delete(
+    `${base}/:item_id`,
+    {
+      onRequest: authOn(services, 'orders:write'),
+      schema: {
+        ...docs(
+          version,
+          'Remove an item from an order',
+          'Allowed while PENDING; the last item cannot be removed.',
+        ),
+        params: ItemParams,
+        response: { 204: NoContent, ...standardErrors, 404: notFound, 409: stateConflict },
+      },
+    },
+    async (request, reply) => {
+      const { order_id, item_id } = request.params;
+      await services.core.orders.removeItem(actorOf(request), order_id, item_id);
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,60 @@
+import { Type } from '@sinclair/typebox';
+import { standardErrors } from '../common-schemas.js';
+import { entityTag, notModified } from './conditional.js';
+import { actorOf, addVary, authOn, docs, firstHeader, type RouteContext } from './common.js';
+import { errorResponse, OrderParams } from './schemas.js';
+
+const CACHE_CONTROL = 'private, max-age=60';
+
+/** GET one order, with validators for conditional requests. */
+export function registerRead({ app, services, version }: RouteContext): void {
+  app.get(
+    `${version.prefix}/orders/:order_id`,
+    {
+      onRequest: authOn(services, 'orders:read'),
+      schema: {
+        ...docs(
+          version,
+          'Retrieve an order',
+          'Answers 304 when If-None-Match matches the ETag (weak comparison, `*` and lists accepted) or, ' +
+            'without If-None-Match, when the order was not modified after If-Modified-Since.',
+        ),
+        params: OrderParams,
+        headers: Type.Object({
+          'if-none-match': Type.Optional(Type.String({ description: 'One or more entity tags, or *.' })),
+          'if-modified-since': Type.Optional(Type.String({ description: 'An HTTP date.' })),
+        }),
+        response: {
+          200: {
+            ...version.orderSchema,
+            description: 'The order.',
+            headers: {
+              ETag: { type: 'string', description: 'Quoted hash of this representation.' },
+              'Last-Modified': { type: 'string', description: 'HTTP date of the last change.' },
+              'Cache-Control': { type: 'string', description: 'private, max-age=60' },
+            },
+          },
+          304: Type.Null({ description: 'Not modified; carries ETag, Last-Modified and Cache-Control.' }),
+          ...standardErrors,
+          404: errorResponse('No order with this id.'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const order = await services.core.orders.get(actorOf(request), request.params.order_id);
+      const body = version.order(order);
+      const etag = entityTag(body);
+      const lastModified = new Date(order.updatedAt);
+      reply.header('etag', etag);
+      reply.header('last-modified', lastModified.toUTCString());
+      reply.header('cache-control', CACHE_CONTROL);
+      addVary(reply, 'Authorization', 'X-API-Key');
+      const conditions = {
+        ifNoneMatch: firstHeader(request, 'if-none-match'),
+        ifModifiedSince: firstHeader(request, 'if-modified-since'),
+      };
+      if (notModified(conditions, { etag, lastModified })) return reply.code(304).send(null);
+      return body;
+    },
+  );
+}

@@ -1,0 +1,156 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+import { CURRENCIES, MAX_ITEMS, MAX_QUANTITY } from '../../../domain/order-model.js';
+import { ORDER_STATUSES } from '../../../domain/order-state.js';
+import { CursorQuery, ErrorBodySchema, LimitQuery } from '../common-schemas.js';
+
+/**
+ * TypeBox schemas of the order API. They validate requests and describe the API in OpenAPI, so
+ * enumerations are plain `enum` keywords: a wrong value reports one `invalid_enum` detail.
+ */
+const enumOf = <T extends string>(values: readonly T[], description: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], description });
+
+export const CurrencySchema = enumOf(CURRENCIES, 'ISO 4217 currency code.');
+export const StatusSchema = enumOf(ORDER_STATUSES, 'Order status.');
+const text = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', description });
+
+export const ShippingAddressSchema = Type.Object(
+  {
+    name: text(100, 'Recipient name.'),
+    street: text(200, 'Street and number.'),
+    city: text(100, 'City.'),
+    postal_code: text(20, 'Postal code.'),
+    country: Type.String({
+      pattern: '^[A-Z]{2}$',
+      description: 'ISO 3166-1 alpha-2 country code, upper case (US, DE, GB).',
+      examples: ['US'],
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const CouponCodeSchema = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: 64,
+  description: 'Coupon code, case-insensitive; null for none.',
+});
+
+export const OrderItemInputSchema = Type.Object(
+  {
+    product_id: Type.String({ minLength: 1, maxLength: 64, description: 'A product of the catalogue.' }),
+    quantity: Type.Integer({ minimum: 1, maximum: MAX_QUANTITY, description: `1 to ${MAX_QUANTITY}.` }),
+  },
+  { additionalProperties: false, description: 'The price comes from the catalogue, never from the client.' },
+);
+
+export const CreateOrderRequestSchema = Type.Object(
+  {
+    items: Type.Array(OrderItemInputSchema, { minItems: 1, maxItems: MAX_ITEMS }),
+    currency: CurrencySchema,
+    shipping_address: ShippingAddressSchema,
+    coupon_code: Type.Optional(CouponCodeSchema),
+  },
+  { additionalProperties: false, description: 'CreateOrderRequest; PUT takes the same shape.' },
+);
+
+export const PatchOrderRequestSchema = Type.Object(
+  {
+    currency: Type.Optional(CurrencySchema),
+    shipping_address: Type.Optional(ShippingAddressSchema),
+    coupon_code: Type.Optional(CouponCodeSchema),
+    status: Type.Optional(StatusSchema),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description:
+      'Owner or admin: currency, shipping_address and coupon_code while PENDING (null removes the coupon). ' +
+      'status: an admin moves it forward one step; CANCELLED works like POST .../cancel.',
+  },
+);
+
+export const OrderItemV2Schema = Type.Object({
+  id: Type.String(),
+  product_id: Type.String(),
+  quantity: Type.Integer(),
+  unit_price_cents: Type.Integer(),
+});
+
+export const OrderItemV1Schema = Type.Object({
+  id: Type.String(),
+  product_id: Type.String(),
+  quantity: Type.Integer(),
+  unit_price: Type.String({ description: 'Decimal with two fraction digits.', examples: ['12.34'] }),
+});
+
+const AddressOutSchema = Type.Object({
+  name: Type.String(),
+  street: Type.String(),
+  city: Type.String(),
+  postal_code: Type.String(),
+  country: Type.String(),
+});
+
+export const OrderV2Schema = Type.Object(
+  {
+    id: Type.String({ examples: ['ord_01jd0k3q4c7m2x9r8v6t5s4p3n'] }),
+    owner_id: Type.String({ description: 'The user or client the order belongs to.' }),
+    amount_cents: Type.Integer({ description: 'Total in minor units.' }),
+    currency: CurrencySchema,
+    status: StatusSchema,
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+    subtotal_cents: Type.Integer(),
+    discount_cents: Type.Integer(),
+    coupon_code: Type.Union([Type.String(), Type.Null()]),
+    shipping_address: AddressOutSchema,
+    items: Type.Array(OrderItemV2Schema),
+    refunded: Type.Boolean(),
+    refunded_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { description: 'Order, version 2 representation.' },
+);
+
+export const OrderV1Schema = Type.Object(
+  {
+    id: Type.String(),
+    amount: Type.String({ description: 'Decimal with two fraction digits.', examples: ['12.34'] }),
+    status: StatusSchema,
+  },
+  { description: 'Order, version 1 representation (deprecated).' },
+);
+
+export const OrderParams = Type.Object({ order_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const ItemParams = Type.Object({
+  order_id: Type.String({ minLength: 1, maxLength: 64 }),
+  item_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
+export const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const ListQuery = Type.Object({
+  limit: Type.Optional(LimitQuery),
+  cursor: Type.Optional(CursorQuery),
+  status: Type.Optional(StatusSchema),
+  sort: Type.Optional(
+    enumOf(['created_at', '-created_at'] as const, 'Order by creation time; "-" is newest first (default).'),
+  ),
+});
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Optional. 1 to 255 printable characters. A repeat within 24 hours returns the first response ' +
+        'with Idempotent-Replayed: true; the same key with a different body is 422.',
+    }),
+  ),
+});
+
+/** Error bodies for the statuses a route adds to the standard ones. */
+export function errorResponse(description: string): TSchema {
+  return { ...ErrorBodySchema, description };
+}
+
+export const NoContent = Type.Null({ description: 'No body.' });
