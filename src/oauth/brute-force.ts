@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { SlidingWindowLimiter } from '../shared/rate-limiter.js';
+import { TooManyAttempts } from './errors.js';
+
+export interface FailureRule {
+  limit: number;
+  windowSeconds: number;
+}
+
+/**
+ * Failures allowed before a caller is made to wait. Client secrets are 256-bit random, so the
+ * per-client limit is about load and noise, not guessing; passwords are guessable, so they get the
+ * same small budget per account. The per-address budget is wider because offices and mobile
+ * carriers put many honest users behind one address.
+ */
+export const CLIENT_AUTH_FAILURES = {
+  perIdentifier: { limit: 10, windowSeconds: 300 },
+  perAddress: { limit: 30, windowSeconds: 300 },
+};
+export const LOGIN_FAILURES = {
+  perIdentifier: { limit: 10, windowSeconds: 300 },
+  perAddress: { limit: 30, windowSeconds: 300 },
+};
+
+/**
+ * Counts failed attempts per identifier (client id, login name) and per source address, through
+ * the shared sliding-window limiter so every instance sees the same counts. Only failures count;
+ * once either budget is spent every attempt is refused, right or wrong, until the window moves.
+ */
+export class BruteForceGuard {
+  constructor(
+    private readonly limiter: SlidingWindowLimiter,
+    private readonly name: string,
+    private readonly rules: { perIdentifier: FailureRule; perAddress: FailureRule },
+  ) {}
+
+  /** Throws TooManyAttempts when either budget is already spent. */
+  async check(identifier: string, address: string): Promise<void> {
+    const [byId, byAddress] = await Promise.all([
+      this.limiter.peek(
+        this.idKey(identifier),
+        this.rules.perIdentifier.limit,
+        this.rules.perIdentifier.windowSeconds,
+      ),
+      this.limiter.peek(
+        this.addressKey(address),
+        this.rules.perAddress.limit,
+        this.rules.perAddress.windowSeconds,
+      ),
+    ]);
+    const refused = [byId, byAddress].filter((d) => !d.allowed);
+    if (refused.length > 0) throw new TooManyAttempts(Math.max(...refused.map((d) => d.retryAfter)));
+  }
+
+  async failed(identifier: string, address: string): Promise<void> {
+    await Promise.all([
+      this.limiter.hit(
+        this.idKey(identifier),
+        this.rules.perIdentifier.limit,
+        this.rules.perIdentifier.windowSeconds,
+      ),
+      this.limiter.hit(
+        this.addressKey(address),
+        this.rules.perAddress.limit,
+        this.rules.perAddress.windowSeconds,
+      ),
+    ]);
+  }
+
+  /** A success clears the identifier's own count (its owner's typos), never the address's. */
+  async succeeded(identifier: string): Promise<void> {
+    await this.limiter.reset(this.idKey(identifier));
+  }
+
+  // Identifiers are hashed: keys stay short, and login names never sit in Redis in clear.
+  private idKey(identifier: string): string {
+    return `bf:${this.name}:id:${createHash('sha256').update(identifier.trim().toLowerCase()).digest('base64url')}`;
+  }
+
+  private addressKey(address: string): string {
+    return `bf:${this.name}:addr:${address}`;
+  }
+}

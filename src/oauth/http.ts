@@ -1,0 +1,107 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidRequest, OAuthError, ServerError } from './errors.js';
+
+/** Form bodies of the token server are small; a larger one is an attack or a mistake. */
+export const FORM_BODY_LIMIT = 16 * 1024;
+
+/**
+ * Request parameters as RFC 6749 §3.1 reads them: an empty value is as if the parameter were
+ * absent, and a repeated parameter is an error the caller must see, not a value to guess from.
+ */
+export class Params {
+  private constructor(
+    private readonly values: Map<string, string>,
+    readonly repeated: ReadonlySet<string>,
+  ) {}
+
+  static fromSearch(search: URLSearchParams): Params {
+    const values = new Map<string, string>();
+    const repeated = new Set<string>();
+    for (const [name, value] of search) {
+      if (value === '') continue;
+      if (values.has(name)) repeated.add(name);
+      values.set(name, value);
+    }
+    return new Params(values, repeated);
+  }
+
+  static fromRecord(record: Record<string, unknown>): Params {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(record)) {
+      for (const v of Array.isArray(value) ? value : [value])
+        if (typeof v === 'string') search.append(name, v);
+    }
+    return Params.fromSearch(search);
+  }
+
+  get(name: string): string | undefined {
+    return this.values.get(name);
+  }
+
+  /** A parameter that must be present once; `what` names it in the error. */
+  require(name: string): string {
+    this.single(name);
+    const v = this.values.get(name);
+    if (v === undefined) throw new InvalidRequest(`The ${name} parameter is required.`);
+    return v;
+  }
+
+  /** The value, or undefined; a repeated parameter is refused. */
+  single(name: string): string | undefined {
+    if (this.repeated.has(name)) throw new InvalidRequest(`The ${name} parameter must not be repeated.`);
+    return this.values.get(name);
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.values.entries();
+  }
+}
+
+/** The form body of a token-server POST, or invalid_request when it is not a form. */
+export function formParams(request: FastifyRequest): Params {
+  if (typeof request.body !== 'string') {
+    throw new InvalidRequest('The request body must be application/x-www-form-urlencoded.');
+  }
+  return Params.fromSearch(new URLSearchParams(request.body));
+}
+
+/**
+ * Token-server routes live in their own Fastify scope: forms are read as raw strings (so repeated
+ * parameters can be detected) and every failure is an RFC 6749 error body instead of the REST one.
+ */
+export function oauthScope(scope: FastifyInstance): void {
+  scope.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT },
+    (_request, body, done) => done(null, body),
+  );
+  scope.setErrorHandler((err, request, reply) => sendOAuthError(request, reply, err));
+}
+
+export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, thrown: unknown): FastifyReply {
+  const err = toOAuthError(thrown);
+  if (err.status >= 500) request.log.error({ err: thrown }, 'token server error');
+  noStore(reply);
+  return reply.code(err.status).headers(err.headers).type('application/json; charset=utf-8').send(err.body());
+}
+
+function toOAuthError(thrown: unknown): OAuthError {
+  if (thrown instanceof OAuthError) return thrown;
+  const status = (thrown as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413) return new OAuthError('invalid_request', 'The request body is too large.', 413);
+    if (status === 415) return new InvalidRequest('The request content type is not supported here.');
+    return new InvalidRequest('The request is malformed.');
+  }
+  return new ServerError();
+}
+
+/** Token responses and errors must never be cached (RFC 6749 §5.1). */
+export function noStore(reply: FastifyReply): FastifyReply {
+  return reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+}
+
+/** The caller's address for per-address brute-force limits. */
+export function sourceAddress(request: FastifyRequest): string {
+  return request.ip || 'unknown';
+}

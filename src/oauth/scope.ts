@@ -1,0 +1,36 @@
+import { ALL_SCOPES, scopesForRole } from '../auth/scopes.js';
+import type { Role } from '../store/types.js';
+import { InvalidScope } from './errors.js';
+
+/**
+ * Reads a `scope` request parameter (RFC 6749 §3.3): space-delimited, every scope known and
+ * allowed. Omitted means the whole allowed set (the documented default).
+ */
+export function requestedScope(raw: string | undefined, allowed: readonly string[]): string[] {
+  if (raw === undefined) return [...allowed];
+  const scopes = [...new Set(raw.split(' ').filter((s) => s !== ''))];
+  if (scopes.length === 0) return [...allowed];
+  const unknown = scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new InvalidScope(`Unknown scope: ${unknown.join(' ')}.`);
+  const refused = scopes.filter((s) => !allowed.includes(s));
+  if (refused.length > 0) throw new InvalidScope(`Scope not allowed here: ${refused.join(' ')}.`);
+  return scopes;
+}
+
+/** A user can grant only what their role may do; the token carries the overlap (RFC 6749 §3.3). */
+export function grantableBy(role: Role, scopes: readonly string[]): string[] {
+  const roleScopes = scopesForRole(role);
+  return scopes.filter((s) => roleScopes.has(s));
+}
+
+/** Human descriptions for the consent page. */
+export const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  'orders:read': 'See your orders',
+  'orders:write': 'Create, change and cancel your orders',
+  'users:read': 'See user profiles',
+  'users:write': 'Change user profiles',
+  'content:read': 'Read posts and comments',
+  'content:write': 'Write posts and comments in your name',
+  'profile:read': 'See your profile',
+  'data:export': 'Export your data',
+};
