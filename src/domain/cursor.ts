@@ -37,6 +37,7 @@ export class CursorCodec {
     } catch {
       throw bad();
     }
+    if (typeof parsed !== 'object' || parsed === null) throw bad();
     const p = parsed as { s?: unknown; i?: unknown; t?: unknown };
     if (p.s !== scope || typeof p.i !== 'string' || typeof p.t !== 'string') throw bad();
     return { id: p.i, createdAt: p.t };

@@ -23,11 +23,26 @@ let dummyHash: Promise<string> | undefined;
 
 export async function verifyPassword(password: string, stored: string | null | undefined): Promise<boolean> {
   const encoded = stored ?? (await (dummyHash ??= hashPassword(randomBytes(16).toString('hex'))));
-  const parts = encoded.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
-  const [N, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
-  const salt = Buffer.from(parts[4]!, 'base64url');
-  const expected = Buffer.from(parts[5]!, 'base64url');
+  const parsed = parseHash(encoded);
+  if (!parsed) return false;
+  const { N, r, p, salt, expected } = parsed;
   const key = await scryptAsync(password, salt, expected.length, { N, r, p, maxmem: maxmem(N, r) });
   return timingSafeEqual(key, expected) && stored != null;
+}
+
+/**
+ * A stored hash is trusted only within sane bounds: an empty key would match every password, and
+ * absurd cost parameters would make scrypt throw or exhaust memory.
+ */
+function parseHash(encoded: string) {
+  const parts = encoded.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return undefined;
+  const [N, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
+  const powerOfTwo = Number.isInteger(N) && N >= 2 ** 10 && N <= 2 ** 20 && (N & (N - 1)) === 0;
+  const small = (v: number, max: number) => Number.isInteger(v) && v >= 1 && v <= max;
+  if (!powerOfTwo || !small(r, 32) || !small(p, 16)) return undefined;
+  const salt = Buffer.from(parts[4]!, 'base64url');
+  const expected = Buffer.from(parts[5]!, 'base64url');
+  if (salt.length < 8 || expected.length < 16) return undefined;
+  return { N, r, p, salt, expected };
 }
