@@ -1,0 +1,265 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../../src/domain/actor.js';
+import { DomainError } from '../../src/domain/errors.js';
+import { startCore, type TestCore } from './support/core.js';
+
+async function rejection(p: Promise<unknown>): Promise<DomainError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DomainError);
+  return err as DomainError;
+}
+
+describe('UserService', () => {
+  let t: TestCore;
+  beforeAll(async () => {
+    t = await startCore();
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  const events = (type: string) =>
+    t.store.db.selectFrom('events').selectAll().where('type', '=', type).orderBy('id').execute();
+
+  describe('create', () => {
+    it('normalises handle and email, splits the name, and joins the default organization', async () => {
+      const user = await t.core.users.create({
+        handle: '  Ada_L ',
+        email: 'Ada@Example.COM',
+        name: 'Ada King Lovelace',
+      });
+      expect(user).toMatchObject({
+        handle: 'ada_l',
+        email: 'ada@example.com',
+        firstName: 'Ada',
+        lastName: 'King Lovelace',
+        name: 'Ada King Lovelace',
+        role: 'member',
+        emailVerifiedAt: null,
+      });
+      expect(user.id).toMatch(/^usr_/);
+      expect(user.organizationId).toBe(await t.core.organizations.defaultOrganizationId());
+      expect(await t.core.users.get(user.id)).toEqual(user);
+    });
+
+    it('reports every invalid field at once', async () => {
+      const err = await rejection(
+        t.core.users.create({
+          handle: 'x',
+          email: 'not-an-email',
+          name: '',
+          role: 'owner' as never,
+          password: 'short',
+        }),
+      );
+      expect(err.code).toBe('validation_error');
+      expect(err.details.map((d) => d.field)).toEqual(['handle', 'email', 'role', 'name', 'password']);
+      expect(err.details.find((d) => d.field === 'role')!.code).toBe('invalid_enum');
+    });
+
+    it('answers already_exists for a taken handle or email, case-insensitively', async () => {
+      await t.core.users.create({ handle: 'taken', email: 'taken@example.com' });
+      expect(
+        (await rejection(t.core.users.create({ handle: 'TAKEN', email: 'other@example.com' }))).code,
+      ).toBe('already_exists');
+      expect(
+        (await rejection(t.core.users.create({ handle: 'fresh', email: 'Taken@Example.com' }))).code,
+      ).toBe('already_exists');
+    });
+
+    it('refuses an unknown organization as unprocessable', async () => {
+      const err = await rejection(
+        t.core.users.create({ handle: 'orphan', email: 'orphan@example.com', organizationId: 'org_missing' }),
+      );
+      expect(err.code).toBe('unprocessable');
+      expect(err.details[0]!.code).toBe('unknown_organization');
+    });
+
+    it('stores a password hash that authenticates by handle or email', async () => {
+      await t.core.users.create({
+        handle: 'withpw',
+        email: 'withpw@example.com',
+        password: 'long enough pw',
+      });
+      expect((await t.core.users.authenticate('withpw', 'long enough pw'))?.handle).toBe('withpw');
+      expect((await t.core.users.authenticate('WithPW@example.com', 'long enough pw'))?.handle).toBe(
+        'withpw',
+      );
+      expect(await t.core.users.authenticate('withpw', 'wrong password')).toBeUndefined();
+      expect(await t.core.users.authenticate('nobody', 'long enough pw')).toBeUndefined();
+      const found = await t.core.users.findForLogin('withpw');
+      expect(found?.passwordHash).toMatch(/^scrypt\$/);
+      const viaGet = await t.core.users.get(found!.id);
+      expect(viaGet).not.toHaveProperty('passwordHash');
+    });
+  });
+
+  describe('update rules', () => {
+    let self: Actor;
+    let someone: Actor;
+    let admin: Actor;
+    beforeAll(async () => {
+      self = (await t.user('member')).actor;
+      someone = (await t.user('member')).actor;
+      admin = (await t.user('admin')).actor;
+    });
+
+    it('lets users change their own name and email', async () => {
+      const updated = await t.core.users.update(self, self.id, {
+        name: 'New Name',
+        email: 'New@Example.com',
+      });
+      expect(updated).toMatchObject({ firstName: 'New', lastName: 'Name', email: 'new@example.com' });
+      expect((await t.core.users.get(self.id)).email).toBe('new@example.com');
+    });
+
+    it('forbids changing their own role, and anything of another user', async () => {
+      expect((await rejection(t.core.users.update(self, self.id, { role: 'admin' }))).code).toBe('forbidden');
+      expect((await rejection(t.core.users.update(self, someone.id, { name: 'Hijack' }))).code).toBe(
+        'forbidden',
+      );
+      expect((await t.core.users.get(self.id)).role).toBe('member');
+      expect((await t.core.users.get(someone.id)).name).not.toBe('Hijack');
+    });
+
+    it('lets an admin change another user and their role', async () => {
+      const updated = await t.core.users.update(admin, someone.id, {
+        role: 'viewer',
+        name: 'Changed By Admin',
+      });
+      expect(updated).toMatchObject({ role: 'viewer', name: 'Changed By Admin' });
+    });
+
+    it('validates before authorising, and 404s a missing user', async () => {
+      expect((await rejection(t.core.users.update(self, self.id, { email: 'bad' }))).code).toBe(
+        'validation_error',
+      );
+      expect(
+        (await rejection(t.core.users.update(self, self.id, { name: 'x'.repeat(101) }))).details[0]!.code,
+      ).toBe('range_error');
+      expect((await rejection(t.core.users.update(admin, 'usr_missing', { name: 'X' }))).code).toBe(
+        'not_found',
+      );
+    });
+
+    it('answers already_exists when the new email belongs to someone else', async () => {
+      const other = await t.core.users.get(someone.id);
+      const err = await rejection(t.core.users.update(self, self.id, { email: other.email }));
+      expect(err.code).toBe('already_exists');
+    });
+  });
+
+  describe('events and signals', () => {
+    it('writes a user.updated outbox row with the change and signals user.changed after commit', async () => {
+      const { actor } = await t.user('member');
+      const before = t.signals.length;
+      // What a listener reads when the signal arrives: it must already see the committed change.
+      let seenByListener: Promise<string | undefined> | undefined;
+      const off = t.deps.bus.on('user.changed', (s) => {
+        seenByListener = t.store.db
+          .selectFrom('users')
+          .select('first_name')
+          .where('id', '=', s.userId)
+          .executeTakeFirst()
+          .then((r) => r?.first_name ?? undefined);
+      });
+      try {
+        await t.core.users.update(actor, actor.id, { name: 'Signalled Person' });
+      } finally {
+        off();
+      }
+      expect(await seenByListener).toBe('Signalled');
+      const mine = t.signals.slice(before);
+      expect(mine).toContainEqual({ kind: 'user.changed', userId: actor.id });
+      const recorded = mine.find((s) => s.kind === 'event.recorded');
+      expect(recorded).toMatchObject({ type: 'user.updated' });
+      // The domain signal comes after the outbox write it belongs to.
+      expect(mine.findIndex((s) => s.kind === 'user.changed')).toBeGreaterThan(mine.indexOf(recorded!));
+
+      const rows = (await events('user.updated')).filter((e) => e.owner_id === actor.id);
+      expect(rows).toHaveLength(1);
+      const row = rows[0]!;
+      expect(row.id).toMatch(/^evt_/);
+      expect(row.api_version).toBe('2026-11-01');
+      expect(row.dispatched_at).toBeNull();
+      expect(row.created).toBe(Math.floor(Date.parse(row.created_at) / 1000));
+      expect(JSON.parse(row.data)).toMatchObject({
+        object: { id: actor.id, name: 'Signalled Person' },
+        changed: ['name'],
+      });
+    });
+
+    it('leaves no half record and sends no signal when the outbox write fails', async () => {
+      const { actor, user } = await t.user('member');
+      const eventsBefore = await t.store.db.selectFrom('events').select('id').execute();
+      const signalsBefore = t.signals.length;
+      // Make the outbox insert fail after the users row has been updated inside the transaction.
+      await sql`alter table events rename to events_offline`.execute(t.store.db);
+      try {
+        await expect(t.core.users.update(actor, actor.id, { name: 'Never Saved' })).rejects.toThrow();
+      } finally {
+        await sql`alter table events_offline rename to events`.execute(t.store.db);
+      }
+      expect(await t.core.users.get(actor.id)).toEqual(user);
+      expect(await t.store.db.selectFrom('events').select('id').execute()).toEqual(eventsBefore);
+      expect(t.signals.length).toBe(signalsBefore);
+    });
+
+    it('sends nothing for a refused update', async () => {
+      const { actor } = await t.user('member');
+      const signalsBefore = t.signals.length;
+      await rejection(t.core.users.update(actor, actor.id, { role: 'admin' }));
+      expect(t.signals.length).toBe(signalsBefore);
+    });
+  });
+
+  describe('reading and other changes', () => {
+    it('reads many, lists by role with keyset paging, and hides deleted users', async () => {
+      const a = await t.user('viewer');
+      const b = await t.user('viewer');
+      const many = await t.core.users.getMany([a.user.id, b.user.id, 'usr_missing']);
+      expect(many.size).toBe(2);
+      const viewers = await t.core.users.list({ role: 'viewer', limit: 100 });
+      expect(viewers.every((u) => u.role === 'viewer')).toBe(true);
+      const firstPage = await t.core.users.list({ role: 'viewer', limit: 1 });
+      const next = await t.core.users.list({ role: 'viewer', limit: 100, after: firstPage[0]!.id });
+      expect([...firstPage, ...next].map((u) => u.id)).toEqual(viewers.map((u) => u.id));
+
+      await t.store.db
+        .updateTable('users')
+        .set({ deleted_at: new Date().toISOString() })
+        .where('id', '=', b.user.id)
+        .execute();
+      expect((await rejection(t.core.users.get(b.user.id))).code).toBe('not_found');
+      expect((await t.core.users.getMany([b.user.id])).size).toBe(0);
+      expect((await rejection(t.core.users.update(b.actor, b.user.id, { name: 'Ghost' }))).code).toBe(
+        'not_found',
+      );
+    });
+
+    it('marks an email verified once, for the user themself or an admin only', async () => {
+      const { actor } = await t.user('member');
+      const stranger = (await t.user('member')).actor;
+      expect((await rejection(t.core.users.markEmailVerified(stranger, actor.id))).code).toBe('forbidden');
+      const first = await t.core.users.markEmailVerified(actor, actor.id);
+      expect(first.emailVerifiedAt).not.toBeNull();
+      t.clock.advance(1000);
+      const again = await t.core.users.markEmailVerified(actor, actor.id);
+      expect(again.emailVerifiedAt).toBe(first.emailVerifiedAt);
+    });
+
+    it('sets a password, refusing short ones and unknown users', async () => {
+      const { user } = await t.user('member');
+      await t.core.users.setPassword(user.id, 'a brand new password');
+      expect((await t.core.users.authenticate(user.handle, 'a brand new password'))?.id).toBe(user.id);
+      expect((await rejection(t.core.users.setPassword(user.id, 'short'))).code).toBe('validation_error');
+      expect((await rejection(t.core.users.setPassword('usr_missing', 'long enough password'))).code).toBe(
+        'not_found',
+      );
+    });
+  });
+});
