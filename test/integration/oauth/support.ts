@@ -1,0 +1,166 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { Clock } from '../../../src/domain/clock.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+
+export interface OAuthTestServer {
+  atrium: TestAtrium;
+  /** The listening server's base URL, which is also AUTH_URL and PUBLIC_URL. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port, so AUTH_URL (the token issuer) can name the real address before start. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** An Atrium listening on a real socket, its issuer equal to its address. */
+export async function startOAuthServer(
+  env: Record<string, string> = {},
+  clock?: Clock,
+): Promise<OAuthTestServer> {
+  const port = await freePort();
+  const atrium = await startTestAtrium(
+    { PORT: String(port), HOST: '127.0.0.1', ...env },
+    undefined,
+    clock ? { clock } : {},
+  );
+  await atrium.listen();
+  const url = `http://127.0.0.1:${port}`;
+  return { atrium, url, stop: () => atrium.stop() };
+}
+
+export const HS256_ENV = {
+  TOKEN_SIGNING: 'hs256',
+  JWT_SECRET: 'test-secret-that-is-at-least-32-bytes-long!!',
+};
+
+export function basic(id: string, secret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+}
+
+export function form(values: Record<string, string | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) p.append(k, v);
+  return p.toString();
+}
+
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+let counter = 0;
+
+/** A user with a password, for the login page. */
+export async function userWithPassword(
+  atrium: TestAtrium,
+  options: { role?: 'admin' | 'member' | 'viewer'; password?: string } = {},
+): Promise<{ id: string; handle: string; password: string }> {
+  counter += 1;
+  const handle = `oauth${process.pid}x${counter}${randomBytes(2).toString('hex')}`;
+  const password = options.password ?? `pw-${randomBytes(8).toString('hex')}`;
+  const user = await atrium.services.core.users.create({
+    handle,
+    email: `${handle}@example.com`,
+    name: 'OAuth Tester',
+    role: options.role ?? 'member',
+    password,
+  });
+  return { id: user.id, handle, password };
+}
+
+/** Hidden inputs of a rendered form, as a browser would submit them. */
+export function hiddenFields(html: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    out[m[1]!] = m[2]!
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&');
+  }
+  return out;
+}
+
+export function cookieFrom(setCookie: string | string[] | null | undefined): string | undefined {
+  const first = Array.isArray(setCookie) ? setCookie[0] : setCookie;
+  return first?.split(';')[0];
+}
+
+/**
+ * The browser part of the code flow through `inject`: GET /authorize, then post the login form
+ * (hidden fields, CSRF cookie, credentials, consent). Returns the final response.
+ */
+export async function authorizeThroughForm(
+  atrium: TestAtrium,
+  query: Record<string, string | undefined>,
+  login: { username: string; password: string; consent?: string },
+) {
+  const page = await atrium.http!.inject({ method: 'GET', url: `/authorize?${form(query)}` });
+  if (page.statusCode !== 200) return page;
+  const cookie = cookieFrom(page.headers['set-cookie'] as string | string[] | undefined);
+  return atrium.http!.inject({
+    method: 'POST',
+    url: '/authorize',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    payload: form({
+      ...hiddenFields(page.body),
+      username: login.username,
+      password: login.password,
+      consent: login.consent,
+    }),
+  });
+}
+
+/** Runs the code flow and exchanges the code; returns the token response. */
+export async function codeFlowTokens(
+  atrium: TestAtrium,
+  client: { client_id: string; client_secret: string | null; redirect_uri: string },
+  user: { handle: string; password: string },
+  scope = 'profile:read data:export',
+): Promise<{ access_token: string; refresh_token: string; scope: string; expires_in: number }> {
+  const { verifier, challenge } = pkce();
+  const res = await authorizeThroughForm(
+    atrium,
+    {
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: client.redirect_uri,
+      scope,
+      state: 'xyz',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    },
+    { username: user.handle, password: user.password, consent: 'approve' },
+  );
+  if (res.statusCode !== 302) throw new Error(`authorize answered ${res.statusCode}: ${res.body}`);
+  const code = new URL(res.headers.location as string).searchParams.get('code')!;
+  const token = await atrium.http!.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(client.client_secret ? { authorization: basic(client.client_id, client.client_secret) } : {}),
+    },
+    payload: form({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: client.redirect_uri,
+      code_verifier: verifier,
+      client_id: client.client_secret ? undefined : client.client_id,
+    }),
+  });
+  if (token.statusCode !== 200) throw new Error(`token answered ${token.statusCode}: ${token.body}`);
+  return token.json();
+}
