@@ -37,8 +37,36 @@ function openSqlite(path: string): Store {
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(conn) }) });
   return makeStore(db, 'sqlite', () => undefined);
+}
+
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely prepares every query afresh; better-sqlite3 statements can be reused, and preparing is a
+ * large share of a short query's cost. The SQL text is the key (values are bound parameters), so the
+ * cache holds one statement per query shape.
+ */
+function withStatementCache(conn: SQLite.Database): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  return new Proxy(conn, {
+    get(target, property) {
+      if (property === 'prepare') {
+        return (sqlText: string) => {
+          let statement = cache.get(sqlText);
+          if (statement === undefined) {
+            statement = target.prepare(sqlText);
+            if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+            cache.set(sqlText, statement);
+          }
+          return statement;
+        };
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 function openPostgres(url: string, max: number): Store {

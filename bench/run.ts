@@ -1,0 +1,197 @@
+/**
+ * `npm run bench`: Atrium's REST hot paths against a bare Fastify baseline, measured in the same run
+ * on the same machine. Servers run in child processes so the load generator does not share their
+ * event loop. Prints requests/s, p50 and p99 for each, and the ratio to the baseline.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { parseConfig } from '../src/config/schema.js';
+import { closeServices, createServices } from '../src/compose.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const ORDERS = Number(process.env.BENCH_ORDERS ?? 2000);
+
+interface Figure {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+function startChild(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = ready.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]! });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
+  });
+}
+
+async function load(name: string, opts: autocannon.Options): Promise<Figure> {
+  const result = await autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts });
+  return {
+    name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
+  const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+  const children: ChildProcess[] = [];
+  try {
+    // Prepare data through the core, as a real deployment would hold it.
+    const services = await createServices(
+      parseConfig({ NODE_ENV: 'test', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }),
+    );
+    const user = await services.core.users.create({
+      handle: 'bench',
+      email: 'bench@example.com',
+      role: 'member',
+    });
+    const key = await services.apiKeys.create({ userId: user.id, tier: 'enterprise', mode: 'test' });
+    const product = await services.core.products.create({ name: 'Bench widget', priceCents: 1250 });
+    const actor = { id: user.id, kind: 'user' as const, role: user.role };
+    const address = {
+      name: 'Bench',
+      street: '1 Main St',
+      city: 'Springfield',
+      postalCode: '12345',
+      country: 'US',
+    };
+    let lastOrderId = '';
+    for (let i = 0; i < ORDERS; i++) {
+      const order = await services.core.orders.create(actor, {
+        items: [{ productId: product.id, quantity: 2 }],
+        currency: 'USD',
+        shippingAddress: address,
+      });
+      lastOrderId = order.id;
+    }
+    // The same order as a REST client sends it.
+    const input = {
+      items: [{ product_id: product.id, quantity: 2 }],
+      currency: 'USD',
+      shipping_address: {
+        name: 'Bench',
+        street: '1 Main St',
+        city: 'Springfield',
+        postal_code: '12345',
+        country: 'US',
+      },
+    };
+    await closeServices(services);
+
+    const atrium = await startChild(
+      ['bin/atrium.js', 'serve', '--role', 'api'],
+      { DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production' },
+      /"http":"(http:\/\/[^"]+)"/,
+    );
+    children.push(atrium.child);
+    const headers = { 'x-api-key': key.key, 'content-type': 'application/json' };
+    const one = await fetch(`${atrium.url}/api/v2/orders/${lastOrderId}`, { headers });
+    const list = await fetch(`${atrium.url}/api/v2/orders?limit=20`, { headers });
+    if (one.status !== 200 || list.status !== 200)
+      throw new Error(`warm-up failed: ${one.status} ${list.status}`);
+    const oneBody = await one.text();
+    const listBody = await list.text();
+
+    const baseline = await startChild(
+      ['--import', 'tsx', 'bench/baseline-server.ts'],
+      { BASELINE_BODY: oneBody, BASELINE_LIST: listBody },
+      /"url":"(http:\/\/[^"]+)"/,
+    );
+    children.push(baseline.child);
+
+    const body = JSON.stringify(input);
+    const figures: Array<{ atrium: Figure; baseline: Figure }> = [];
+    figures.push({
+      baseline: await load('baseline GET one', { url: `${baseline.url}/order` }),
+      atrium: await load('GET /api/v2/orders/{id}', {
+        url: `${atrium.url}/api/v2/orders/${lastOrderId}`,
+        headers,
+      }),
+    });
+    figures.push({
+      baseline: await load('baseline GET list', { url: `${baseline.url}/orders` }),
+      atrium: await load('GET /api/v2/orders?limit=20', {
+        url: `${atrium.url}/api/v2/orders?limit=20`,
+        headers,
+      }),
+    });
+    figures.push({
+      baseline: await load('baseline POST', {
+        url: `${baseline.url}/orders`,
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      }),
+      atrium: await load('POST /api/v2/orders', {
+        url: `${atrium.url}/api/v2/orders`,
+        method: 'POST',
+        body,
+        headers,
+      }),
+    });
+
+    const rows = figures.map(({ atrium: a, baseline: b }) => ({
+      endpoint: a.name,
+      'req/s': Math.round(a.rps),
+      'p50 ms': a.p50,
+      'p99 ms': a.p99,
+      'baseline req/s': Math.round(b.rps),
+      'baseline p50 ms': b.p50,
+      'baseline p99 ms': b.p99,
+      'ratio (req/s)': Number((a.rps / b.rps).toFixed(2)),
+      'errors/non-2xx': `${a.errors}/${a.non2xx}`,
+    }));
+    console.table(rows);
+    const results = join(root, 'bench', 'results');
+    mkdirSync(results, { recursive: true });
+    const record = {
+      at: new Date().toISOString(),
+      node: process.version,
+      duration_s: DURATION,
+      connections: CONNECTIONS,
+      orders: ORDERS,
+      rows,
+    };
+    writeFileSync(join(results, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
+    console.log(`written bench/results/latest.json (${DURATION}s per endpoint, ${CONNECTIONS} connections)`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
