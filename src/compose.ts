@@ -13,8 +13,14 @@ import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
+import { documentedAuth } from './http/docs/security.js';
+import { rateLimitStep } from './http/rate-limit.js';
+import { invalidateUsersOnChange } from './http/rest/users/cache.js';
 import { ROUTE_MODULES } from './http/routes.js';
 import { createLogger } from './observability/logger.js';
+import type { Cache } from './shared/cache.js';
+import { createSharedState } from './shared/factory.js';
+import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { openStore, type Store } from './store/store.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
@@ -35,6 +41,9 @@ export interface Services {
   afterAuth: AfterAuthentication[];
   httpAuth: HttpAuth;
   redis: Redis | undefined;
+  /** Shared through Redis when it is configured, in this process otherwise. */
+  limiter: SlidingWindowLimiter;
+  cache: Cache;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
@@ -81,12 +90,16 @@ export async function createServices(config: Config, options: ServicesOptions = 
       apiKeys,
       authenticator,
       afterAuth,
-      httpAuth: httpAuth(authenticator, afterAuth),
+      // Tagged so the OpenAPI document shows the scheme and scope each route really enforces.
+      httpAuth: documentedAuth(httpAuth(authenticator, afterAuth)),
       redis,
+      ...createSharedState(redis),
       readiness,
       onClose: [],
       draining: false,
     };
+    services.afterAuth.push(rateLimitStep(services.limiter, logger));
+    invalidateUsersOnChange(bus, services.cache, logger);
     services.onClose.push(() => store.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;

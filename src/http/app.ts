@@ -26,6 +26,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
     genReqId: genRequestId,
+    // One access line per response (below) instead of Fastify's two per request.
+    disableRequestLogging: true,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: false,
     return503OnClosing: true,
@@ -41,6 +43,17 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
   );
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request',
+    );
+  });
   registerHealth(app, options.readiness, options.isDraining);
   registerMetrics(app, options.store);
   return app;

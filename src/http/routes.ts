@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerRole, Services } from '../compose.js';
+import { corsModule } from './cors.js';
+import { docsModule } from './docs/module.js';
+import { usersRouteModule } from './rest/users/routes.js';
 import { ordersRouteModule } from './rest/orders/index.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
@@ -10,4 +13,10 @@ export interface RouteModule {
 }
 
 /** Every HTTP surface, in registration order. A new surface adds one entry here. */
-export const ROUTE_MODULES: RouteModule[] = [ordersRouteModule];
+export const ROUTE_MODULES: RouteModule[] = [
+  // First: the OpenAPI generator only sees routes registered after it.
+  docsModule,
+  corsModule,
+  usersRouteModule,
+  ordersRouteModule,
+];

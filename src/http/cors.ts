@@ -1,0 +1,68 @@
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../compose.js';
+import { DomainError } from '../domain/errors.js';
+import { sendError } from './errors.js';
+import type { RouteModule } from './routes.js';
+
+export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-API-Key', 'Idempotency-Key'];
+/** Response headers a browser script may read beyond the CORS-safelisted ones. */
+export const CORS_EXPOSED_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+  'ETag',
+  'Location',
+  'Idempotent-Replayed',
+  'X-Request-Id',
+  'Deprecation',
+  'Sunset',
+  'Link',
+  'X-Cache',
+  'WWW-Authenticate',
+];
+export const CORS_MAX_AGE_SECONDS = 86_400;
+
+/**
+ * Cross-origin access for the exact origins of CORS_ORIGINS and no others. The allowed origin is
+ * echoed back (never `*`), so sending credentials is safe to allow; requests from other origins are
+ * still served (servers and curl send Origin too) but without CORS headers, so browsers hide them.
+ */
+export async function registerCors(app: FastifyInstance, allowedOrigins: readonly string[]): Promise<void> {
+  const allowed = new Set(allowedOrigins);
+  const isAllowed = (origin: string | undefined): origin is string =>
+    origin !== undefined && allowed.has(origin);
+
+  // A preflight from an origin not on the list gets a clear refusal instead of a bare 404.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'OPTIONS') return;
+    const origin = request.headers.origin;
+    if (origin === undefined || request.headers['access-control-request-method'] === undefined) return;
+    if (isAllowed(origin)) return;
+    reply.header('vary', 'Origin');
+    return sendError(
+      request,
+      reply,
+      new DomainError('forbidden', `Cross-origin requests from ${origin} are not allowed.`),
+    );
+  });
+
+  await app.register(cors, {
+    origin: (origin, callback) => callback(null, isAllowed(origin) ? origin : false),
+    credentials: true,
+    methods: CORS_METHODS,
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: CORS_MAX_AGE_SECONDS,
+    // A plain OPTIONS from an allowed origin answers like a preflight rather than with a text/plain 400.
+    strictPreflight: false,
+  });
+}
+
+export const corsModule: RouteModule = {
+  name: 'cors',
+  roles: ['api', 'auth'],
+  register: (app: FastifyInstance, services: Services) => registerCors(app, services.config.corsOrigins),
+};

@@ -1,0 +1,172 @@
+import type { Config } from '../../config/schema.js';
+import { ErrorBodySchema, ErrorDetailSchema } from '../rest/common-schemas.js';
+import { findAuthTag, securityFor, securitySchemes } from './security.js';
+
+type Json = Record<string, unknown>;
+
+export const OPENAPI_VERSION = '3.1.0';
+
+const RATE_LIMIT_HEADERS: Record<string, { description: string; schema: Json }> = {
+  'X-RateLimit-Limit': {
+    description: 'Requests allowed in the sliding window of 3,600 seconds (by API-key tier).',
+    schema: { type: 'integer' },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests still allowed in the window after this one.',
+    schema: { type: 'integer' },
+  },
+  'X-RateLimit-Reset': {
+    description: 'Unix time (seconds) at which the oldest counted request leaves the window.',
+    schema: { type: 'integer' },
+  },
+};
+
+const RETRY_AFTER = {
+  description: 'Whole seconds (at least 1) until the oldest counted request leaves the window.',
+  schema: { type: 'integer', minimum: 1 },
+};
+
+const TOKEN_SERVER_PATHS = /^\/(oauth\/|\.well-known\/|authorize$)/;
+
+const withoutId = (schema: object): Json => {
+  const { $id: _id, ...rest } = schema as Json;
+  return JSON.parse(JSON.stringify(rest)) as Json;
+};
+
+/** The document's fixed parts: info, servers, security schemes and shared components. */
+export function openapiBase(config: Config, version: string): Json {
+  const errorBody = withoutId(ErrorBodySchema);
+  errorBody.properties = {
+    ...(errorBody.properties as Json),
+    details: { type: 'array', items: { $ref: '#/components/schemas/ErrorDetail' } },
+  };
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: 'Atrium API',
+      version,
+      description:
+        'Users, organizations, orders and content behind REST, GraphQL and gRPC, with an OAuth 2.1 token ' +
+        'server. Every REST endpoint takes `X-API-Key` or `Authorization: Bearer`. Authenticated responses ' +
+        'carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; over the limit the ' +
+        'answer is 429 with `Retry-After`.',
+    },
+    servers: [{ url: config.publicUrl }],
+    components: {
+      securitySchemes: securitySchemes(config.authUrl),
+      schemas: {
+        ErrorDetail: withoutId(ErrorDetailSchema),
+        ErrorBody: errorBody,
+        RateLimitedBody: rateLimitedBody(),
+      },
+      headers: { ...RATE_LIMIT_HEADERS, 'Retry-After': RETRY_AFTER },
+    },
+  };
+}
+
+function rateLimitedBody(): Json {
+  return {
+    allOf: [
+      { $ref: '#/components/schemas/ErrorBody' },
+      {
+        type: 'object',
+        required: ['limit', 'window_seconds', 'retry_after'],
+        properties: {
+          error: { const: 'rate_limit_exceeded' },
+          limit: { type: 'integer' },
+          window_seconds: { type: 'integer', const: 3600 },
+          retry_after: { type: 'integer', minimum: 1 },
+        },
+      },
+    ],
+  };
+}
+
+/**
+ * Per route: the security the route's caller step really enforces (unless the route states its
+ * own), and the token server's own address for its endpoints when it differs from the API's.
+ */
+export function makeTransform(config: Config) {
+  return ({ schema, url, route }: { schema: unknown; url: string; route: unknown }) => {
+    const out: Json = { ...((schema as Json | undefined) ?? {}) };
+    const tag = findAuthTag(route as Json);
+    if (out.security === undefined) out.security = tag ? securityFor(tag) : [];
+    if (TOKEN_SERVER_PATHS.test(url) && config.authUrl !== config.publicUrl && out.servers === undefined) {
+      out.servers = [{ url: config.authUrl }];
+    }
+    return { schema: out, url };
+  };
+}
+
+const isSecured = (operation: Json) =>
+  Array.isArray(operation.security) &&
+  (operation.security as Json[]).some((requirement) => Object.keys(requirement).length > 0);
+
+const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
+  description,
+  content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+});
+
+/**
+ * Over the generated document: every secured operation documents its 401 and 429 and the rate-limit
+ * headers of each response it gives once the caller is known, and every inline copy of the error
+ * body becomes a reference to the one ErrorBody component.
+ */
+export function finishDocument(doc: Json): Json {
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
+      const responses = operation.responses as Record<string, Json>;
+      for (const [status, response] of Object.entries(responses)) referenceErrorBodies(status, response);
+      if (!isSecured(operation)) continue;
+      responses['401'] ??= errorResponse(
+        'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',
+      );
+      responses['429'] = errorResponse('Rate limit exceeded.', 'RateLimitedBody');
+      for (const [status, response] of Object.entries(responses)) {
+        if (status === '401') continue;
+        const headers = (response.headers ??= {}) as Json;
+        for (const name of Object.keys(RATE_LIMIT_HEADERS))
+          headers[name] = { $ref: `#/components/headers/${name}` };
+        if (status === '429') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+      }
+    }
+  }
+  return doc;
+}
+
+function referenceErrorBodies(status: string, response: Json): void {
+  if (!/^[45]/.test(status)) return;
+  const content = response.content as Record<string, Json> | undefined;
+  for (const media of Object.values(content ?? {})) {
+    const schema = media.schema as Json | undefined;
+    if (schema?.$id === 'ErrorBody' || looksLikeErrorBody(schema)) {
+      const extra = extraProperties(schema!);
+      media.schema =
+        extra.length === 0
+          ? { $ref: '#/components/schemas/ErrorBody' }
+          : {
+              allOf: [
+                { $ref: '#/components/schemas/ErrorBody' },
+                { type: 'object', properties: pick(schema!, extra) },
+              ],
+            };
+    }
+  }
+}
+
+const ERROR_FIELDS = ['error', 'message', 'request_id', 'details'];
+
+function looksLikeErrorBody(schema: Json | undefined): boolean {
+  const props = schema?.properties as Json | undefined;
+  return !!props && ERROR_FIELDS.every((f) => f in props);
+}
+
+const extraProperties = (schema: Json) =>
+  Object.keys((schema.properties as Json | undefined) ?? {}).filter((k) => !ERROR_FIELDS.includes(k));
+
+function pick(schema: Json, keys: string[]): Json {
+  const props = schema.properties as Json;
+  return Object.fromEntries(keys.map((k) => [k, props[k]]));
+}

@@ -1,0 +1,83 @@
+import type { Logger } from 'pino';
+import type { DomainBus } from '../../../events/bus.js';
+import type { Cache } from '../../../shared/cache.js';
+
+/** Event-driven invalidation is what keeps entries fresh; the TTL only bounds a missed one. */
+export const USER_CACHE_TTL_SECONDS = 60;
+
+/** Versioned so instances running a different REST shape never read each other's entries. */
+export const userCacheKey = (userId: string): string => `rest-user:v1:${userId}`;
+
+const warn = (logger: Logger, what: string) => (err: unknown) =>
+  logger.warn({ err: err instanceof Error ? err.message : String(err) }, what);
+
+/**
+ * Drops the cached REST copy whenever a user changes, whatever surface changed it (REST, GraphQL,
+ * gRPC, CLI). Installed by the composition root for every process role, so a gRPC-only process
+ * sharing Redis also clears the copy the REST instances serve.
+ */
+export function invalidateUsersOnChange(bus: DomainBus, cache: Cache, logger: Logger): () => void {
+  return bus.on('user.changed', ({ userId }) => {
+    cache.delete(userCacheKey(userId)).catch(warn(logger, 'could not invalidate a cached user'));
+  });
+}
+
+interface Read {
+  stale: boolean;
+}
+
+/**
+ * Read-through access to the cached REST user. A change that commits while a miss is being loaded
+ * marks that load stale so its (possibly old) result is not written back over the invalidation.
+ */
+export class CachedUsers {
+  private readonly loading = new Map<string, Set<Read>>();
+
+  constructor(
+    private readonly cache: Cache,
+    bus: DomainBus,
+    private readonly logger: Logger,
+  ) {
+    bus.on('user.changed', ({ userId }) => this.markStale(userId));
+  }
+
+  /** The cached JSON of a user, or `load()`'s result stored for next time. */
+  async read(userId: string, load: () => Promise<string>): Promise<{ json: string; hit: boolean }> {
+    const key = userCacheKey(userId);
+    try {
+      const cached = await this.cache.get(key);
+      if (cached !== undefined) return { json: cached, hit: true };
+    } catch (err) {
+      // A cache outage degrades to reading the database, never to an error.
+      warn(this.logger, 'user cache unavailable')(err);
+    }
+    const read: Read = { stale: false };
+    let reads = this.loading.get(userId);
+    if (!reads) this.loading.set(userId, (reads = new Set()));
+    reads.add(read);
+    try {
+      const json = await load();
+      if (!read.stale) {
+        await this.cache
+          .set(key, json, USER_CACHE_TTL_SECONDS)
+          .catch(warn(this.logger, 'could not cache a user'));
+      }
+      return { json, hit: false };
+    } finally {
+      reads.delete(read);
+      if (reads.size === 0) this.loading.delete(userId);
+    }
+  }
+
+  /** Drops the cached copy now, for a change this process has just made. */
+  async invalidate(userId: string): Promise<void> {
+    this.markStale(userId);
+    await this.cache
+      .delete(userCacheKey(userId))
+      .catch(warn(this.logger, 'could not invalidate a cached user'));
+  }
+
+  private markStale(userId: string): void {
+    for (const read of this.loading.get(userId) ?? []) read.stale = true;
+  }
+}

@@ -1,0 +1,189 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { missingCredentials } from '../../../auth/authenticator.js';
+import { type Principal, toActor } from '../../../auth/principal.js';
+import type { Scope } from '../../../auth/scopes.js';
+import type { Services } from '../../../compose.js';
+import { isAdmin } from '../../../domain/actor.js';
+import { forbidden } from '../../../domain/errors.js';
+import type { RouteModule } from '../../routes.js';
+import { restUser } from '../shapes.js';
+import { CachedUsers } from './cache.js';
+import { userApiErrorHandler } from './errors.js';
+import {
+  OrganizationParams,
+  OrganizationSchema,
+  RestUserSchema,
+  UpdateUserBody,
+  UserParams,
+  userApiErrors,
+} from './schemas.js';
+
+export const USER_CACHE_CONTROL = 'max-age=60, stale-while-revalidate=300';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw missingCredentials();
+  return request.principal;
+}
+
+/** Keeps what earlier steps (CORS) put in Vary. */
+function addVary(reply: FastifyReply, ...names: string[]): void {
+  const current = reply.getHeader('vary');
+  const have = String(Array.isArray(current) ? current.join(',') : (current ?? ''))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const n of names) if (!have.some((h) => h.toLowerCase() === n.toLowerCase())) have.push(n);
+  reply.header('vary', have.join(', '));
+}
+
+/**
+ * The user REST API. Credentials are checked on request, before the body is read, so a caller
+ * without them gets 401 (and a non-admin's PATCH 403) whatever it sent.
+ */
+async function registerUserApi(app: FastifyInstance, services: Services): Promise<void> {
+  const { core } = services;
+  const cached = new CachedUsers(services.cache, services.bus, services.logger);
+  const auth = (scope: Scope) => services.httpAuth.required(scope) as unknown as onRequestAsyncHookHandler;
+  const adminOnly: onRequestAsyncHookHandler = async (request) => {
+    if (!isAdmin(principalOf(request))) throw forbidden('Only an admin may change users through this API.');
+  };
+
+  await app.register(async (scope) => {
+    const api = scope.withTypeProvider<TypeBoxTypeProvider>();
+    api.setErrorHandler(userApiErrorHandler);
+
+    api.get(
+      '/v1/users/:user_id',
+      {
+        onRequest: auth('users:read'),
+        schema: {
+          tags: ['users'],
+          summary: 'Get a user',
+          description:
+            'The caller themself or an admin; anyone else gets 403. Answers from a cache shared by every ' +
+            'instance (`X-Cache: HIT` or `MISS`); any change to the user, from any API, clears it.',
+          params: UserParams,
+          response: {
+            200: {
+              ...RestUserSchema,
+              description: 'The user.',
+              headers: {
+                'Cache-Control': { type: 'string', description: USER_CACHE_CONTROL },
+                'X-Cache': {
+                  type: 'string',
+                  enum: ['HIT', 'MISS'],
+                  description: 'Whether the cache answered.',
+                },
+              },
+            },
+            ...userApiErrors,
+          },
+        },
+      },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const id = request.params.user_id;
+        // Missing users answer 404 to everyone: ids are unguessable, so this reveals nothing.
+        const { json, hit } = await cached.read(id, async () =>
+          JSON.stringify(restUser(await core.users.get(id))),
+        );
+        if (!isAdmin(principal) && principal.id !== id)
+          throw forbidden('You may read only your own user record.');
+        reply.header('cache-control', USER_CACHE_CONTROL).header('x-cache', hit ? 'HIT' : 'MISS');
+        // Authenticated by header rather than cookie: a shared cache must key on the credentials.
+        addVary(reply, 'Authorization', 'X-API-Key');
+        // The cached text is already the JSON body; sending it as is skips serialising it again.
+        return reply.type(JSON_TYPE).send(json as never);
+      },
+    );
+
+    api.patch(
+      '/v1/users/:user_id',
+      {
+        onRequest: [auth('users:write'), adminOnly],
+        schema: {
+          tags: ['users'],
+          summary: 'Update a user (admin only)',
+          description: 'Changes name, email or role. Only callers with role `admin`; others get 403.',
+          params: UserParams,
+          body: UpdateUserBody,
+          response: {
+            200: { ...RestUserSchema, description: 'The updated user.' },
+            ...userApiErrors,
+            409: { ...userApiErrors[404], description: 'Another user has this email (error `CONFLICT`).' },
+          },
+        },
+      },
+      async (request) => {
+        const id = request.params.user_id;
+        const user = await core.users.update(toActor(principalOf(request)), id, request.body);
+        // The bus clears it too; awaiting here means the very next read, anywhere, misses.
+        await cached.invalidate(id);
+        return restUser(user);
+      },
+    );
+
+    api.get(
+      '/v1/organizations/:organization_id',
+      {
+        onRequest: auth('users:read'),
+        schema: {
+          tags: ['users'],
+          summary: 'Get an organization',
+          description: 'Members of the organization and admins; anyone else gets 403.',
+          params: OrganizationParams,
+          response: { 200: { ...OrganizationSchema, description: 'The organization.' }, ...userApiErrors },
+        },
+      },
+      async (request) => {
+        const principal = principalOf(request);
+        const org = await core.organizations.get(request.params.organization_id);
+        if (!isAdmin(principal)) {
+          const member = principal.kind === 'user' ? await core.users.get(principal.id) : undefined;
+          if (member?.organizationId !== org.id) throw forbidden('You may read only your own organization.');
+        }
+        return {
+          id: org.id,
+          name: org.name,
+          created_at: org.createdAt,
+          _links: { self: { href: `/v1/organizations/${org.id}` } },
+        };
+      },
+    );
+  });
+
+  app.withTypeProvider<TypeBoxTypeProvider>().post(
+    '/api/v2/users/:user_id/verify',
+    {
+      onRequest: auth('users:write'),
+      schema: {
+        tags: ['users'],
+        summary: "Verify a user's email",
+        description: 'The user themself or an admin. An action: 204 with no body; repeating it is harmless.',
+        params: UserParams,
+        response: {
+          204: { type: 'null', description: 'Verified.' },
+          ...userApiErrors,
+          400: { ...userApiErrors[400], description: 'Invalid request (error `validation_error`).' },
+          403: {
+            ...userApiErrors[403],
+            description: 'Not the user themself nor an admin (error `forbidden`).',
+          },
+          404: { ...userApiErrors[404], description: 'No such user (error `not_found`).' },
+        },
+      },
+    },
+    async (request, reply) => {
+      await core.users.markEmailVerified(toActor(principalOf(request)), request.params.user_id);
+      return reply.code(204).send();
+    },
+  );
+}
+
+export const usersRouteModule: RouteModule = {
+  name: 'users',
+  roles: ['api'],
+  register: registerUserApi,
+};
