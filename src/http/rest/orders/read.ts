@@ -5,6 +5,11 @@ import { actorOf, addVary, authOn, docs, firstHeader, type RouteContext } from '
 import { errorResponse, OrderParams } from './schemas.js';
 
 const CACHE_CONTROL = 'private, max-age=60';
+const VALIDATOR_HEADERS = {
+  ETag: { type: 'string', description: 'Quoted hash of this representation.' },
+  'Last-Modified': { type: 'string', description: 'HTTP date of the last change.' },
+  'Cache-Control': { type: 'string', description: CACHE_CONTROL },
+};
 
 /** GET one order, with validators for conditional requests. */
 export function registerRead({ app, services, version }: RouteContext): void {
@@ -28,13 +33,9 @@ export function registerRead({ app, services, version }: RouteContext): void {
           200: {
             ...version.orderSchema,
             description: 'The order.',
-            headers: {
-              ETag: { type: 'string', description: 'Quoted hash of this representation.' },
-              'Last-Modified': { type: 'string', description: 'HTTP date of the last change.' },
-              'Cache-Control': { type: 'string', description: 'private, max-age=60' },
-            },
+            headers: VALIDATOR_HEADERS,
           },
-          304: Type.Null({ description: 'Not modified; carries ETag, Last-Modified and Cache-Control.' }),
+          304: Type.Null({ description: 'Not modified: no body.', headers: VALIDATOR_HEADERS }),
           ...standardErrors,
           404: errorResponse('No order with this id.'),
         },

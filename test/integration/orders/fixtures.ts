@@ -1,0 +1,93 @@
+import type { LightMyRequestResponse } from 'fastify';
+import type { TestAtrium } from '../../helpers/atrium.js';
+
+/** Shared set-up for the order API tests: a small catalogue, coupons and request helpers. */
+export const ADDRESS = {
+  name: 'Ada Lovelace',
+  street: '12 St James Square',
+  city: 'London',
+  postal_code: 'SW1Y 4JH',
+  country: 'GB',
+};
+
+export interface Catalogue {
+  widget: string; // 12.50
+  gadget: string; // 3.99
+  retired: string; // inactive
+  pricey: string; // 1,000,000.00
+}
+
+export async function makeCatalogue(atrium: TestAtrium): Promise<Catalogue> {
+  const { products, coupons } = atrium.services.core;
+  const widget = await products.create({ name: 'Widget', priceCents: 1250 });
+  const gadget = await products.create({ name: 'Gadget', priceCents: 399 });
+  const retired = await products.create({ name: 'Retired thing', priceCents: 100 });
+  await atrium.services.store.db
+    .updateTable('products')
+    .set({ active: 0 })
+    .where('id', '=', retired.id)
+    .execute();
+  const pricey = await products.create({ name: 'Yacht', priceCents: 100_000_000 });
+  await coupons.create({ code: 'TENOFF', percentOff: 10 });
+  await coupons.create({ code: 'FIVEBUCKS', amountOffCents: 500 });
+  await coupons.create({ code: 'OLD', percentOff: 50 });
+  await coupons.deactivate('OLD');
+  return { widget: widget.id, gadget: gadget.id, retired: retired.id, pricey: pricey.id };
+}
+
+export function orderBody(catalogue: Catalogue, extra: Record<string, unknown> = {}) {
+  return {
+    items: [
+      { product_id: catalogue.widget, quantity: 2 },
+      { product_id: catalogue.gadget, quantity: 1 },
+    ],
+    currency: 'USD',
+    shipping_address: ADDRESS,
+    ...extra,
+  };
+}
+
+export type Headers = Record<string, string>;
+
+export function request(
+  atrium: TestAtrium,
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD',
+  url: string,
+  headers: Headers,
+  payload?: unknown,
+): Promise<LightMyRequestResponse> {
+  return atrium.http!.inject({
+    method,
+    url,
+    headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    ...(payload === undefined
+      ? {}
+      : { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) }),
+  });
+}
+
+/** Creates an order through the API and returns its v2 body. */
+export async function createOrder(
+  atrium: TestAtrium,
+  headers: Headers,
+  body: unknown,
+): Promise<Record<string, unknown> & { id: string }> {
+  const res = await request(atrium, 'POST', '/api/v2/orders', headers, body);
+  if (res.statusCode !== 201) throw new Error(`create failed: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+
+/** Moves an order forward through PATCH as an admin until it reaches `status`. */
+export async function advanceTo(
+  atrium: TestAtrium,
+  admin: Headers,
+  id: string,
+  status: string,
+): Promise<void> {
+  const path = ['PENDING', 'PROCESSING', 'SHIPPED', 'DELIVERED'];
+  const target = path.indexOf(status);
+  for (let i = 1; i <= target; i++) {
+    const res = await request(atrium, 'PATCH', `/api/v2/orders/${id}`, admin, { status: path[i] });
+    if (res.statusCode !== 200) throw new Error(`advance failed: ${res.statusCode} ${res.body}`);
+  }
+}

@@ -1,0 +1,176 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { advanceTo, type Catalogue, type Headers, makeCatalogue, orderBody, request } from './fixtures.js';
+
+describe('/api/v1 orders: the deprecated version', () => {
+  let atrium: TestAtrium;
+  let cat: Catalogue;
+  let owner: Headers;
+  let admin: Headers;
+  const SUNSET = 'Sun, 31 Jan 2027 00:00:00 GMT';
+
+  const expectDeprecated = (res: LightMyRequestResponse, successor: string) => {
+    expect(res.headers.deprecation).toBe('true');
+    expect(res.headers.sunset).toBe(SUNSET);
+    expect(res.headers.link).toBe(`<${successor}>; rel="successor-version"`);
+  };
+
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ V1_SUNSET: '2027-01-31' });
+    cat = await makeCatalogue(atrium);
+    owner = (await atrium.caller()).headers;
+    admin = (await atrium.caller({ role: 'admin' })).headers;
+  });
+  afterAll(async () => {
+    await atrium.stop();
+  });
+
+  it('creates with the v1 representation, a v1 Location and the deprecation headers', async () => {
+    const res = await request(
+      atrium,
+      'POST',
+      '/api/v1/orders',
+      owner,
+      orderBody(cat, { coupon_code: 'TENOFF' }),
+    );
+    expect(res.statusCode).toBe(201);
+    const body = res.json();
+    expect(body).toEqual({ id: body.id, amount: '26.09', status: 'PENDING' });
+    expect(res.headers.location).toBe(`/api/v1/orders/${body.id}`);
+    expectDeprecated(res, '/api/v2/orders');
+  });
+
+  it('reads one order as {id, amount, status}, linking to the v2 path of the same order', async () => {
+    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
+    const res = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, owner);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ id: created.id, amount: '28.99', status: 'PENDING' });
+    expectDeprecated(res, `/api/v2/orders/${created.id}`);
+    const v2 = await request(atrium, 'GET', `/api/v2/orders/${created.id}`, owner);
+    expect(v2.json().amount_cents).toBe(2899);
+    expect(v2.headers.deprecation).toBeUndefined();
+    expect(v2.headers.sunset).toBeUndefined();
+  });
+
+  it('formats amounts with exactly two fraction digits', async () => {
+    const cheap = await atrium.services.core.products.create({ name: 'Penny sweet', priceCents: 5 });
+    const created = (
+      await request(
+        atrium,
+        'POST',
+        '/api/v1/orders',
+        owner,
+        orderBody(cat, { items: [{ product_id: cheap.id, quantity: 1 }] }),
+      )
+    ).json();
+    expect(created.amount).toBe('0.05');
+    const round = await atrium.services.core.products.create({ name: 'Round', priceCents: 1000 });
+    const ten = (
+      await request(
+        atrium,
+        'POST',
+        '/api/v1/orders',
+        owner,
+        orderBody(cat, { items: [{ product_id: round.id, quantity: 7 }] }),
+      )
+    ).json();
+    expect(ten.amount).toBe('70.00');
+  });
+
+  it('lists in the v1 representation within the same envelope', async () => {
+    const res = await request(atrium, 'GET', '/api/v1/orders?limit=2', owner);
+    expect(res.statusCode).toBe(200);
+    const page = res.json();
+    expect(page.pagination).toMatchObject({ limit: 2, has_more: true });
+    for (const o of page.data) expect(Object.keys(o).sort()).toEqual(['amount', 'id', 'status']);
+    expectDeprecated(res, '/api/v2/orders');
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('mirrors items, changes and actions, each with the headers', async () => {
+    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
+    const items = await request(atrium, 'GET', `/api/v1/orders/${created.id}/items`, owner);
+    expect(items.json().data[0]).toMatchObject({ product_id: cat.widget, quantity: 2, unit_price: '12.50' });
+    expectDeprecated(items, `/api/v2/orders/${created.id}/items`);
+    const added = await request(atrium, 'POST', `/api/v1/orders/${created.id}/items`, owner, {
+      product_id: cat.gadget,
+      quantity: 1,
+    });
+    expect(added.statusCode).toBe(201);
+    expect(added.headers.location).toMatch(new RegExp(`^/api/v1/orders/${created.id}/items/itm_`));
+    const patched = await request(atrium, 'PATCH', `/api/v1/orders/${created.id}`, owner, {
+      coupon_code: 'FIVEBUCKS',
+    });
+    expect(patched.json()).toEqual({ id: created.id, amount: '27.98', status: 'PENDING' });
+    await advanceTo(atrium, admin, created.id, 'SHIPPED');
+    const refund = await request(atrium, 'POST', `/api/v1/orders/${created.id}/refund`, owner);
+    expect(refund.statusCode).toBe(204);
+    expectDeprecated(refund, `/api/v2/orders/${created.id}/refund`);
+  });
+
+  it('conditional GET works on v1 as well', async () => {
+    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
+    const first = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, owner);
+    const again = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, {
+      ...owner,
+      'if-none-match': String(first.headers.etag),
+    });
+    expect(again.statusCode).toBe(304);
+    expectDeprecated(again, `/api/v2/orders/${created.id}`);
+  });
+
+  describe('errors carry the headers too', () => {
+    it.each([
+      ['401 without credentials', 'GET', '/api/v1/orders', {}, undefined, 401, '/api/v2/orders'],
+      [
+        '404 for a missing order',
+        'GET',
+        '/api/v1/orders/ord_missing',
+        'owner',
+        undefined,
+        404,
+        '/api/v2/orders/ord_missing',
+      ],
+      ['400 for a bad limit', 'GET', '/api/v1/orders?limit=0', 'owner', undefined, 400, '/api/v2/orders'],
+      ['400 for a bad body', 'POST', '/api/v1/orders', 'owner', { items: [] }, 400, '/api/v2/orders'],
+      [
+        '404 for an unknown v1 path',
+        'GET',
+        '/api/v1/widgets/7',
+        'owner',
+        undefined,
+        404,
+        '/api/v2/widgets/7',
+      ],
+    ] as const)('%s', async (_name, method, url, who, body, status, successor) => {
+      const headers = who === 'owner' ? owner : {};
+      const res = await request(atrium, method, url, headers, body);
+      expect(res.statusCode).toBe(status);
+      expectDeprecated(res, successor);
+    });
+
+    it('409 for a forbidden transition', async () => {
+      const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
+      await request(atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, owner);
+      const res = await request(atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, owner);
+      expect(res.statusCode).toBe(409);
+      expectDeprecated(res, `/api/v2/orders/${created.id}/cancel`);
+    });
+
+    it('a revoked key', async () => {
+      const caller = await atrium.caller();
+      await atrium.services.apiKeys.revoke(caller.keyId);
+      const res = await request(atrium, 'GET', '/api/v1/orders', caller.headers);
+      expect(res.statusCode).toBe(401);
+      expect(res.json().error).toBe('invalid_api_key');
+      expectDeprecated(res, '/api/v2/orders');
+    });
+  });
+
+  it('the successor link keeps the path encoded', async () => {
+    const res = await request(atrium, 'GET', '/api/v1/orders/a%3Eb', owner);
+    expect(res.statusCode).toBe(404);
+    expect(res.headers.link).toBe('</api/v2/orders/a%3Eb>; rel="successor-version"');
+  });
+});
