@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { discountFor } from '../domain/coupons.js';
 import { idAt } from '../domain/ids.js';
 import type {
   CouponsTable,
@@ -15,9 +16,9 @@ import { CITIES, STREETS } from './words.js';
 /**
  * Demo orders written in bulk, bypassing the order service for speed, so this module keeps the
  * rules that service enforces: prices from the catalogue, subtotal = Σ quantity × unit price,
- * discount from the coupon (percentages round half up, never more than the subtotal), amount =
- * subtotal − discount, and only states the machine of decisions §5 can reach (a refund only on a
- * SHIPPED or DELIVERED order, once, for the full amount, leaving the status as it was).
+ * discount by the service's own coupon rule, amount = subtotal − discount, and only states the
+ * machine of decisions §5 can reach (a refund only on a SHIPPED or DELIVERED order, once, for the
+ * full amount, leaving the status as it was).
  */
 export interface OrderOwner {
   id: string;
@@ -33,13 +34,19 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 export const ORDERS_PER_TRANSACTION = 5_000;
 
-/** The spec's discount rule, as the order service applies it to a coupon. */
+/** The order service's own discount rule, so a seeded order is priced as a created one would be. */
 export function discountCents(coupon: CouponsTable | null, subtotalCents: number): number {
   if (!coupon) return 0;
-  if (coupon.percent_off !== null) {
-    return Math.min(subtotalCents, Math.round((subtotalCents * coupon.percent_off) / 100));
-  }
-  return Math.min(subtotalCents, coupon.amount_off_cents ?? 0);
+  return discountFor(
+    {
+      code: coupon.code,
+      percentOff: coupon.percent_off,
+      amountOffCents: coupon.amount_off_cents,
+      active: coupon.active === 1,
+      createdAt: coupon.created_at,
+    },
+    subtotalCents,
+  );
 }
 
 /** Young orders are still moving; old ones have been delivered or were cancelled early on. */

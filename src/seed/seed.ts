@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../store/errors.js';
 import type { CouponsTable, ProductsTable, Role } from '../store/types.js';
 import { insertRows } from './bulk.js';
 import { productCatalogue } from './content.js';
+import { type SeedClient, seedClients } from './clients.js';
 import { seedOrders } from './orders.js';
 import { buildPeople } from './people.js';
 import { DEMO_ACCOUNTS, DEMO_COUPONS, DEMO_PASSWORD, PLANS, SEED_MARKER, type SeedSize } from './plan.js';
@@ -25,14 +26,6 @@ export interface SeedUser {
   role: Role;
   password: string;
   organization_id: string;
-}
-
-export interface SeedClient {
-  client_id: string;
-  client_secret: string | null;
-  redirect_uris: string[];
-  scopes: string[];
-  kind: 'confidential' | 'public';
 }
 
 /** What `atrium seed` prints: every secret once (passwords, API keys, client secrets). */
@@ -143,6 +136,8 @@ export async function seedDemoData(services: Services, options: SeedOptions): Pr
     const user = people.users.find((u) => u.handle === account.handle)!;
     apiKeys.push(await services.apiKeys.create({ userId: user.id, tier: account.tier, mode: 'test' }));
   }
+  const admin = people.users.find((u) => u.handle === 'demo_admin')!;
+  const clients = await seedClients(services, admin.id);
 
   const counts = {
     organizations: people.organizations.length,
@@ -156,6 +151,7 @@ export async function seedDemoData(services: Services, options: SeedOptions): Pr
     order_items: orders.items,
     refunds: orders.refunds,
     api_keys: apiKeys.length,
+    clients: clients.length,
   };
   await db
     .updateTable('settings')
@@ -175,7 +171,7 @@ export async function seedDemoData(services: Services, options: SeedOptions): Pr
       organization_id: u.organization_id,
     })),
     api_keys: apiKeys,
-    clients: [],
+    clients,
     organizations: people.organizations.map((o) => ({ id: o.id, name: o.name })),
     counts,
     elapsed_ms: Date.now() - started,

@@ -6,7 +6,8 @@ import { closeServices, createServices, type Services } from '../../src/compose.
 import { parseConfig } from '../../src/config/schema.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { idTime } from '../../src/domain/ids.js';
-import { discountCents } from '../../src/seed/orders.js';
+import { ClientService } from '../../src/oauth/clients.js';
+import { discountFor } from '../../src/domain/coupons.js';
 import { DEMO_PASSWORD, PLANS } from '../../src/seed/plan.js';
 import { seedDemoData, type SeedResult } from '../../src/seed/seed.js';
 import type { OrderStatus } from '../../src/store/types.js';
@@ -86,7 +87,27 @@ describe('seedDemoData (small)', () => {
       ),
     );
     expect(tiers).toEqual({ demo_admin: 'enterprise', demo_member: 'free', demo_viewer: 'starter' });
-    expect(Array.isArray(result.clients)).toBe(true);
+  });
+
+  it('registers a confidential and a public OAuth client, secrets shown once', async () => {
+    const clients = new ClientService(services.deps, services.config);
+    const confidential = result.clients.find((c) => c.kind === 'confidential')!;
+    const pub = result.clients.find((c) => c.kind === 'public')!;
+    expect(confidential.client_secret).toEqual(expect.any(String));
+    expect(pub.client_secret).toBeNull();
+    expect(
+      (await clients.authenticate(confidential.client_id, confidential.client_secret!))?.confidential,
+    ).toBe(true);
+    expect(await clients.authenticate(confidential.client_id, 'wrong')).toBeUndefined();
+    const stored = await clients.get(pub.client_id);
+    expect(stored).toMatchObject({ confidential: false, redirectUris: pub.redirect_uris });
+    expect(stored!.grantTypes).toContain('authorization_code');
+    const row = await db()
+      .selectFrom('oauth_clients')
+      .select('secret_hash')
+      .where('id', '=', confidential.client_id)
+      .executeTakeFirstOrThrow();
+    expect(row.secret_hash).not.toContain(confidential.client_secret!);
   });
 
   it('has orders in every status with amounts consistent with items, catalogue and coupon', async () => {
@@ -118,7 +139,14 @@ describe('seedDemoData (small)', () => {
       expect(order.subtotal_cents).toBe(subtotal);
       const used = order.coupon_code === null ? null : coupon.get(order.coupon_code)!;
       if (used) expect(used.active).toBe(1);
-      expect(order.discount_cents).toBe(discountCents(used, subtotal));
+      const asCoupon = used && {
+        code: used.code,
+        percentOff: used.percent_off,
+        amountOffCents: used.amount_off_cents,
+        active: true,
+        createdAt: used.created_at,
+      };
+      expect(order.discount_cents).toBe(discountFor(asCoupon, subtotal));
       expect(order.amount_cents).toBe(order.subtotal_cents - order.discount_cents);
       expect(users.has(order.owner_id)).toBe(true);
       expect(idTime(order.id)).toBe(Date.parse(order.created_at));
@@ -139,6 +167,38 @@ describe('seedDemoData (small)', () => {
       expect(refund.amount_cents).toBe(order.amount_cents);
       expect(refund.created_at >= order.created_at).toBe(true);
     }
+  });
+
+  it('writes orders the order service reads and acts on under its own state rules', async () => {
+    const orders = () =>
+      db()
+        .selectFrom('orders')
+        .leftJoin('refunds', 'refunds.order_id', 'orders.id')
+        .select(['orders.id', 'orders.owner_id', 'orders.amount_cents']);
+    const ownerOf = (row: { owner_id: string }) => ({
+      id: row.owner_id,
+      kind: 'user' as const,
+      role: 'member' as const,
+    });
+
+    const refunded = await orders().where('refunds.id', 'is not', null).executeTakeFirstOrThrow();
+    const viaService = await services.core.orders.get(ownerOf(refunded), refunded.id);
+    expect(viaService.refundedAt).not.toBeNull();
+    expect(viaService.amountCents).toBe(refunded.amount_cents);
+    expect(viaService.items.length).toBeGreaterThanOrEqual(1);
+    await expect(services.core.orders.refund(ownerOf(refunded), refunded.id)).rejects.toMatchObject({
+      code: 'conflict',
+    });
+
+    const delivered = await orders()
+      .where('orders.status', '=', 'DELIVERED')
+      .where('refunds.id', 'is', null)
+      .executeTakeFirstOrThrow();
+    await expect(services.core.orders.cancel(ownerOf(delivered), delivered.id)).rejects.toMatchObject({
+      code: 'conflict',
+    });
+    const pending = await orders().where('orders.status', '=', 'PENDING').executeTakeFirstOrThrow();
+    expect((await services.core.orders.cancel(ownerOf(pending), pending.id)).status).toBe('CANCELLED');
   });
 
   it('writes posts with tags and comments that follow their published post', async () => {
@@ -195,7 +255,7 @@ describe('atrium seed', () => {
     const printed = JSON.parse(lines[0]!);
     expect(printed.users.length).toBe(PLANS.small.users + 3);
     expect(printed.api_keys[0].key).toMatch(/^atr_test_/);
-    expect(Array.isArray(printed.clients)).toBe(true);
+    expect(printed.clients.map((c: { kind: string }) => c.kind).sort()).toEqual(['confidential', 'public']);
 
     const second = await runCli(['seed'], env);
     expect(second.code).toBe(1);
