@@ -77,7 +77,12 @@ describe('GET /v1/users/{user_id}/orders', () => {
     expect((await list(user.userId, user.headers, '?cursor=garbage')).statusCode).toBe(400);
   });
 
-  it('401 without credentials', async () => {
+  it('credential errors keep the codes every API uses: 401 invalid_api_key, 403 insufficient_scope', async () => {
     expect((await list(user.userId, {})).statusCode).toBe(401);
+    const revoked = await atrium.caller();
+    await atrium.services.apiKeys.revoke(revoked.keyId);
+    const res = await list(revoked.userId, revoked.headers);
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error).toBe('invalid_api_key');
   });
 });

@@ -38,7 +38,7 @@ export function registerV1Deprecation(app: FastifyInstance, sunset: Date): void 
 export const ordersRouteModule: RouteModule = {
   name: 'orders',
   roles: ['api'],
-  register(app: FastifyInstance, services: Services) {
+  async register(app: FastifyInstance, services: Services) {
     registerV1Deprecation(app, services.config.v1Sunset);
     const typed = app.withTypeProvider<TypeBoxTypeProvider>();
     for (const version of VERSIONS) {
@@ -50,6 +50,6 @@ export const ordersRouteModule: RouteModule = {
       registerItems(context);
       registerActions(context);
     }
-    registerUserOrders(typed, services);
+    await registerUserOrders(typed, services);
   },
 };

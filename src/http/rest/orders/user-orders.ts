@@ -4,18 +4,26 @@ import type { Services } from '../../../compose.js';
 import { pageBody } from './list.js';
 import { ListQuery, UserParams } from './schemas.js';
 import { V2 } from './versions.js';
+import { userApiErrorHandler } from '../users/errors.js';
 
 /**
  * GET /v1/users/{user_id}/orders: a user's orders for the user themself or an admin. It belongs to
- * the user API, so errors use its upper-case codes; orders appear in the current (v2) representation
- * because `/v1` here is the user API's version, not the deprecated order API's.
+ * the user API, so it shares that API's error handler (upper-case resource errors, credential
+ * errors as everywhere); orders appear in the current (v2) representation because `/v1` here is the
+ * user API's version, not the deprecated order API's.
  */
-export function registerUserOrders(app: OrdersApp, services: Services): void {
+export async function registerUserOrders(app: OrdersApp, services: Services): Promise<void> {
+  await app.register(async (scope) => {
+    scope.setErrorHandler(userApiErrorHandler);
+    registerRoute(scope as OrdersApp, services);
+  });
+}
+
+function registerRoute(app: OrdersApp, services: Services): void {
   app.get(
     '/v1/users/:user_id/orders',
     {
       onRequest: authOn(services, 'orders:read'),
-      config: { errorCase: 'upper' },
       schema: {
         ...docs(
           V2,
