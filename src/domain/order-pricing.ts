@@ -3,6 +3,7 @@ import type { Tx } from './context.js';
 import { type Coupon, discountFor } from './coupons.js';
 import { DomainError, Problems } from './errors.js';
 import { fieldAt } from './order-input.js';
+import { isLookupId } from './order-store.js';
 import { MAX_AMOUNT_CENTS, type OrderItemInput } from './order-model.js';
 
 /** A line with its price taken from the catalogue at the moment it was added. */
@@ -27,12 +28,15 @@ export async function priceLines(
   items: readonly OrderItemInput[],
   prefix: (index: number) => string = (i) => `items[${i}]`,
 ): Promise<PricedLine[]> {
-  const ids = [...new Set(items.map((i) => i.productId))];
-  const rows = await db
-    .selectFrom('products')
-    .select(['id', 'price_cents', 'active'])
-    .where('id', 'in', ids)
-    .execute();
+  const ids = [...new Set(items.map((i) => i.productId))].filter(isLookupId);
+  const rows =
+    ids.length === 0
+      ? []
+      : await db
+          .selectFrom('products')
+          .select(['id', 'price_cents', 'active'])
+          .where('id', 'in', ids)
+          .execute();
   const byId = new Map(rows.map((r) => [r.id, r]));
   const problems = new Problems();
   items.forEach((item, i) => {

@@ -6,6 +6,12 @@ import type { Order, OrderItem, ShippingAddress } from './order-model.js';
 /** Reading and writing order rows; the service above decides what may change. */
 type Reader = Tx['db'];
 
+/**
+ * Whether a client-supplied id can be looked up at all. PostgreSQL refuses text with NUL bytes
+ * (a 500 if it reached a query), and no id of ours holds spaces or control characters.
+ */
+export const isLookupId = (id: string): boolean => /^[\x21-\x7e]{1,64}$/.test(id);
+
 interface StoredAddress {
   name: string;
   street: string;
@@ -85,6 +91,7 @@ export async function loadOrder(
   id: string,
   lock = false,
 ): Promise<Order | undefined> {
+  if (!isLookupId(id)) return undefined;
   let query = db.selectFrom('orders').selectAll().where('id', '=', id);
   if (lock && store.dialect === 'postgres') query = query.forUpdate();
   const row = await query.executeTakeFirst();

@@ -27,7 +27,14 @@ import {
   assertEditable,
   assertRefundable,
 } from './order-state.js';
-import { addressColumn, hydrate, insertItems, loadOrder, saveOrderColumns } from './order-store.js';
+import {
+  addressColumn,
+  hydrate,
+  insertItems,
+  isLookupId,
+  loadOrder,
+  saveOrderColumns,
+} from './order-store.js';
 
 type OrderEvent = 'order.created' | 'order.updated' | 'order.cancelled' | 'order.refunded';
 
@@ -107,6 +114,7 @@ export class OrderService {
   async listForUser(actor: Actor, userId: string, query: ListOrdersQuery): Promise<OrderPage> {
     if (actor.id !== userId) {
       if (!isAdmin(actor)) throw forbidden('You may list only your own orders.');
+      if (!isLookupId(userId)) throw notFound('User', userId);
       const user = await this.deps.store.db
         .selectFrom('users')
         .select('id')

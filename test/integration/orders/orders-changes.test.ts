@@ -154,6 +154,7 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       const order = await fresh();
       expect((await patch(order.id, { currency: 'GBP' }, stranger)).statusCode).toBe(403);
       expect((await patch('ord_missing', { currency: 'GBP' })).statusCode).toBe(404);
+      expect((await patch('ord_%00', { currency: 'GBP' })).statusCode).toBe(404);
       expect((await patch(order.id, { currency: 'GBP' }, admin)).json().currency).toBe('GBP');
     });
   });

@@ -251,6 +251,12 @@ describe('POST /api/v2/orders', () => {
       expect(await orderCount()).toBe(before);
     });
 
+    it('a product id no store could hold (NUL byte) is an unknown product, never a 500', async () => {
+      const res = await post(orderBody(cat, { items: [{ product_id: 'prd_\u0000x', quantity: 1 }] }));
+      expect(res.statusCode).toBe(422);
+      expect(res.json().details[0]).toMatchObject({ field: 'items[0].product_id', code: 'unknown_product' });
+    });
+
     it('a product no longer sold', async () => {
       const res = await post(orderBody(cat, { items: [{ product_id: cat.retired, quantity: 1 }] }));
       expect(res.statusCode).toBe(422);

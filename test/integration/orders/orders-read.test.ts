@@ -164,7 +164,7 @@ describe('GET /api/v2/orders/{order_id}', () => {
 
   describe('who may read', () => {
     it('404 not_found for a missing order, also for an id of the wrong shape', async () => {
-      for (const id of ['ord_00000000000000000000000000', 'nonsense', '%20']) {
+      for (const id of ['ord_00000000000000000000000000', 'nonsense', '%20', 'ord_%00x']) {
         const res = await get(owner, id);
         expect(res.statusCode).toBe(404);
         expect(res.json().error).toBe('not_found');

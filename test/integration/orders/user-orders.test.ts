@@ -55,9 +55,11 @@ describe('GET /v1/users/{user_id}/orders', () => {
 
   it('an admin asking for an unknown user gets 404 NOT_FOUND', async () => {
     const admin = await atrium.caller({ role: 'admin' });
-    const res = await list('usr_00000000000000000000000000', admin.headers);
-    expect(res.statusCode).toBe(404);
-    expect(res.json().error).toBe('NOT_FOUND');
+    for (const id of ['usr_00000000000000000000000000', 'usr_%00']) {
+      const res = await list(id, admin.headers);
+      expect(res.statusCode).toBe(404);
+      expect(res.json().error).toBe('NOT_FOUND');
+    }
   });
 
   it.each(['?limit=0', '?limit=101', '?limit=x'])('%s is 400 VALIDATION_ERROR', async (query) => {
