@@ -254,7 +254,8 @@ export function parseConfig(env: Env): Config {
     let ok = false;
     try {
       const u = new URL(origin);
-      ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === origin;
+      ok =
+        (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === origin && !origin.includes('*');
     } catch {
       ok = false;
     }

@@ -5,8 +5,8 @@ import type { Store } from '../store/store.js';
 import { sendError } from './errors.js';
 import { registerHealth, type ReadinessCheck } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
-import { genRequestId, requestContext } from './plugins/request-context.js';
-import { validatorCompiler } from './validation.js';
+import { genRequestId, requestContext, SECURITY_HEADERS } from './plugins/request-context.js';
+import { acceptEmptyJsonBodies, validatorCompiler } from './validation.js';
 import './augment.js';
 
 export interface HttpAppOptions {
@@ -34,8 +34,15 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },
+    // Errors the router raises before any hook runs (bad URL encoding, over-long path segments)
+    // still get the spec's body, the request id and the security headers.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id).headers(SECURITY_HEADERS);
+      sendError(request, reply, err);
+    },
   });
   app.setValidatorCompiler(validatorCompiler());
+  acceptEmptyJsonBodies(app);
   app.decorateRequest('principal', null);
 
   requestContext(app, config.requestTimeoutMs);

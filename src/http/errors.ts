@@ -64,7 +64,8 @@ function fromFastify(err: FastifyError): DomainError | undefined {
       ],
     );
   }
-  if (status === 404) return new DomainError('not_found', 'No such route.');
+  // A path segment longer than any id can be (414 from the router) names nothing that exists.
+  if (status === 404 || status === 414) return new DomainError('not_found', 'No such route or resource.');
   return undefined;
 }
 
@@ -151,7 +152,7 @@ export function errorBody(
 export function sendError(request: FastifyRequest, reply: FastifyReply, thrown: unknown): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
-  const upper = (request.routeOptions.config as { errorCase?: string } | undefined)?.errorCase === 'upper';
+  const upper = (request.routeOptions?.config as { errorCase?: string } | undefined)?.errorCase === 'upper';
   const { status, body } = errorBody(err, String(request.id), upper);
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);

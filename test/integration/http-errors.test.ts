@@ -39,6 +39,8 @@ describe('HTTP error handling', () => {
       },
       async (request) => request.body,
     );
+    app.post('/action', async (_request, reply) => reply.code(204).send());
+    app.get('/items/:id', async (request) => request.params);
     app.get('/slow', async () => {
       await new Promise((r) => setTimeout(r, 400));
       return { late: true };
@@ -67,15 +69,39 @@ describe('HTTP error handling', () => {
     expect(res.json()).toMatchObject({ error: 'validation_error', details: [{ code: 'invalid_json' }] });
   });
 
-  it('answers an empty JSON body with 400', async () => {
+  it('reads an empty JSON body as no body: a route that needs one answers 400, an action 204', async () => {
+    const json = { 'content-type': 'application/json' };
+    const res = await app.inject({ method: 'POST', url: '/echo', headers: json, payload: '' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toBe('validation_error');
+    const action = await app.inject({ method: 'POST', url: '/action', headers: json, payload: '' });
+    expect(action.statusCode).toBe(204);
+  });
+
+  it('refuses prototype-poisoning keys in JSON bodies', async () => {
     const res = await app.inject({
       method: 'POST',
       url: '/echo',
       headers: { 'content-type': 'application/json' },
-      payload: '',
+      payload: '{"n": 1, "__proto__": {"admin": true}}',
     });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('validation_error');
+  });
+
+  it('answers an over-long path segment with the spec body and headers, not a router 414', async () => {
+    const res = await app.inject({ method: 'GET', url: `/items/${'x'.repeat(300)}` });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ error: 'not_found' });
+    expect(res.json().request_id).toBe(res.headers['x-request-id']);
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+  });
+
+  it('answers a badly encoded URL with the spec body', async () => {
+    const res = await app.inject({ method: 'GET', url: '/items/%E0%A4%A' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toBe('validation_error');
+    expect(res.headers['x-frame-options']).toBe('DENY');
   });
 
   it('names every invalid field with a detail code', async () => {

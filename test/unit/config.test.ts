@@ -65,6 +65,7 @@ describe('configuration', () => {
     ['JWT_SECRET', 'short'],
     ['CORS_ORIGINS', '*'],
     ['CORS_ORIGINS', 'https://a.example.com/path'],
+    ['CORS_ORIGINS', 'https://*.example.com'],
     ['WEBHOOK_TIMEOUT_MS', '0'],
     ['WEBHOOK_BACKOFF_BASE_MS', '1.5'],
     ['WEBHOOK_ALLOW_PRIVATE', 'maybe'],
