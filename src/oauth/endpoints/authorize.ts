@@ -112,8 +112,11 @@ export async function registerAuthorizeEndpoint(
           });
         }
         const address = sourceAddress(request);
+        // One budget per account, whether it is named by handle or by email.
+        const account = username.length <= 320 ? await services.core.users.findForLogin(username) : undefined;
+        const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
         try {
-          await oauth.loginGuard.check(username, address);
+          await oauth.loginGuard.check(identifier, address);
         } catch (err) {
           if (!(err instanceof TooManyAttempts)) throw err;
           reply.header('Retry-After', String(err.retryAfter));
@@ -127,13 +130,13 @@ export async function registerAuthorizeEndpoint(
             ? await services.core.users.authenticate(username, password)
             : undefined;
         if (!user) {
-          await oauth.loginGuard.failed(username, address);
+          await oauth.loginGuard.failed(identifier, address);
           return showLogin(request, reply, authz, 400, {
             error: 'The username or password is incorrect.',
             username,
           });
         }
-        await oauth.loginGuard.succeeded(username);
+        await oauth.loginGuard.succeeded(identifier);
       } else {
         const userId = await tickets.verify(ticket, { requestBinding: binding, csrfCookie });
         user = userId ? (await services.core.users.getMany([userId])).get(userId) : undefined;
