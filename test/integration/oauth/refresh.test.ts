@@ -141,7 +141,7 @@ describe('refresh-token rotation', () => {
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 401, 401, 401, 401, 401]);
     // The losers were reuse, so the family is revoked, the winner's new token included.
-    const winner = await results.find((r) => r.status === 200)!.json();
+    const winner = (await results.find((r) => r.status === 200)!.json()) as { refresh_token: string };
     expect((await jsonRefresh(winner.refresh_token)).statusCode).toBe(401);
   });
 

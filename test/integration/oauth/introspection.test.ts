@@ -1,0 +1,136 @@
+import * as oauth from 'oauth4webapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  basic,
+  codeFlowTokens,
+  form,
+  startOAuthServer,
+  userWithPassword,
+  type OAuthTestServer,
+} from './support.js';
+
+const insecure = { [oauth.allowInsecureRequests]: true };
+const REDIRECT = 'https://app.example.com/cb';
+
+describe('token introspection (RFC 7662)', () => {
+  let server: OAuthTestServer;
+  let as: oauth.AuthorizationServer;
+  let resourceServer: { client_id: string; client_secret: string };
+  let app: { client_id: string; client_secret: string; redirect_uri: string };
+  let user: { id: string; handle: string; password: string };
+
+  beforeAll(async () => {
+    server = await startOAuthServer();
+    const issuer = new URL(server.url);
+    as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
+    const clients = server.atrium.services.oauth.clients;
+    const rs = await clients.create({ name: 'Resource server', scopes: 'profile:read' });
+    resourceServer = { client_id: rs.client_id, client_secret: rs.client_secret! };
+    const a = await clients.create({ name: 'App', redirectUris: [REDIRECT], firstParty: true });
+    app = { client_id: a.client_id, client_secret: a.client_secret!, redirect_uri: REDIRECT };
+    user = await userWithPassword(server.atrium);
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  const introspect = (
+    token: string | undefined,
+    authorization?: string,
+    extra: Record<string, string> = {},
+  ) =>
+    server.atrium.http!.inject({
+      method: 'POST',
+      url: '/oauth/introspect',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(authorization ? { authorization } : {}),
+      },
+      payload: form({ token, ...extra }),
+    });
+  const rsAuth = () => basic(resourceServer.client_id, resourceServer.client_secret);
+
+  it('describes an active token to oauth4webapi', async () => {
+    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const rs = { client_id: resourceServer.client_id };
+    const response = await oauth.introspectionRequest(
+      as,
+      rs,
+      oauth.ClientSecretBasic(resourceServer.client_secret),
+      tokens.access_token,
+      { ...insecure, additionalParameters: { token_type_hint: 'access_token' } },
+    );
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const result = await oauth.processIntrospectionResponse(as, rs, response);
+    expect(result).toMatchObject({
+      active: true,
+      scope: 'profile:read data:export',
+      sub: user.id,
+      client_id: app.client_id,
+      iss: server.url,
+      aud: server.url,
+      token_type: 'Bearer',
+    });
+    expect(result.exp! - result.iat!).toBe(900);
+  });
+
+  it('says only { active: false } for anything that is not an active access token', async () => {
+    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const [head, payload] = tokens.access_token.split('.');
+    const tampered = `${head}.${payload}x.${tokens.access_token.split('.')[2]}`;
+    for (const token of [tokens.refresh_token, 'garbage', tampered, 'a.b.c', 'x'.repeat(20_000 / 2)]) {
+      const res = await introspect(token, rsAuth());
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ active: false });
+    }
+  });
+
+  it('reports a token inactive once its grant is revoked', async () => {
+    const tokens = await codeFlowTokens(server.atrium, app, user);
+    expect((await introspect(tokens.access_token, rsAuth())).json().active).toBe(true);
+    const next = await server.atrium.http!.inject({
+      method: 'POST',
+      url: '/oauth/token/refresh',
+      payload: { refresh_token: tokens.refresh_token, client_id: app.client_id },
+    });
+    expect(next.statusCode).toBe(200);
+    // Reuse of the old refresh token revokes the family, and with it this access token.
+    await server.atrium.http!.inject({
+      method: 'POST',
+      url: '/oauth/token/refresh',
+      payload: { refresh_token: tokens.refresh_token, client_id: app.client_id },
+    });
+    expect((await introspect(tokens.access_token, rsAuth())).json()).toEqual({ active: false });
+  });
+
+  it('requires client authentication: none, a public client or a wrong secret is 401 invalid_client', async () => {
+    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const pub = await server.atrium.services.oauth.clients.create({
+      name: 'SPA',
+      public: true,
+      redirectUris: [REDIRECT],
+    });
+    const cases = [
+      await introspect(tokens.access_token),
+      await introspect(tokens.access_token, undefined, { client_id: pub.client_id }),
+      await introspect(tokens.access_token, basic(pub.client_id, '')),
+      await introspect(tokens.access_token, basic(resourceServer.client_id, 'wrong')),
+      await introspect(tokens.access_token, `Bearer ${tokens.access_token}`),
+    ];
+    for (const res of cases) {
+      expect(res.statusCode).toBe(401);
+      expect(res.json().error).toBe('invalid_client');
+      expect(res.headers['www-authenticate']).toMatch(/^Basic/);
+      expect(res.body).not.toContain('active');
+    }
+  });
+
+  it('answers a request without a token with 400 invalid_request', async () => {
+    const res = await introspect(undefined, rsAuth());
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toBe('invalid_request');
+  });
+});
