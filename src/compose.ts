@@ -21,6 +21,7 @@ import { createLogger } from './observability/logger.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
+import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
@@ -37,6 +38,8 @@ export interface Services {
   core: Core;
   apiKeys: ApiKeyService;
   authenticator: Authenticator;
+  /** Clients, keys, tokens and the bearer check behind `authenticator`. */
+  oauth: OAuth;
   /** Steps run after a caller is identified on every HTTP request (rate limiting). */
   afterAuth: AfterAuthentication[];
   httpAuth: HttpAuth;
@@ -89,6 +92,8 @@ export async function createServices(config: Config, options: ServicesOptions = 
       core,
       apiKeys,
       authenticator,
+      // Built just below: it counts failed logins with the shared limiter made in this literal.
+      oauth: undefined as unknown as OAuth,
       afterAuth,
       // Tagged so the OpenAPI document shows the scheme and scope each route really enforces.
       httpAuth: documentedAuth(httpAuth(authenticator, afterAuth)),
@@ -100,6 +105,8 @@ export async function createServices(config: Config, options: ServicesOptions = 
     };
     services.afterAuth.push(rateLimitStep(services.limiter, logger));
     invalidateUsersOnChange(bus, services.cache, logger);
+    services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
+    authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;

@@ -2,6 +2,7 @@ import { TIERS, KEY_MODES } from '../auth/api-keys.js';
 import type { Services } from '../compose.js';
 import { restUser } from '../http/rest/shapes.js';
 import { ROLES } from '../domain/users.js';
+import { OAUTH_COMMANDS } from '../oauth/cli.js';
 import { integer, oneOf, parse, required } from './args.js';
 import { UsageError } from './io.js';
 
@@ -61,4 +62,7 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     if (!id) throw new UsageError('usage: atrium api-keys revoke ID');
     return s.apiKeys.revoke(id);
   },
+
+  // clients create, tokens issue, signing-keys rotate
+  ...OAUTH_COMMANDS,
 };

@@ -4,6 +4,8 @@ import { corsModule } from './cors.js';
 import { docsModule } from './docs/module.js';
 import { usersRouteModule } from './rest/users/routes.js';
 import { ordersRouteModule } from './rest/orders/index.js';
+import { protectedExampleRoutes } from './rest/protected/routes.js';
+import { tokenServerRoutes } from '../oauth/routes.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
 export interface RouteModule {
@@ -19,4 +21,6 @@ export const ROUTE_MODULES: RouteModule[] = [
   corsModule,
   usersRouteModule,
   ordersRouteModule,
+  protectedExampleRoutes,
+  tokenServerRoutes,
 ];

@@ -47,16 +47,14 @@ export async function issueOperatorTokens(
   }
   problems.throwIfAny();
 
-  const family = await services.store.db
-    .transaction()
-    .execute((trx) =>
-      oauth.refresh.startFamily(trx, {
-        clientId,
-        subject: user.id,
-        scope: scopes,
-        authorizationCodeId: null,
-      }),
-    );
+  const family = await services.store.db.transaction().execute((trx) =>
+    oauth.refresh.startFamily(trx, {
+      clientId,
+      subject: user.id,
+      scope: scopes,
+      authorizationCodeId: null,
+    }),
+  );
   const access = await oauth.tokens.issue({
     subject: user.id,
     clientId,
