@@ -168,6 +168,21 @@ describe('/api/v1 orders: the deprecated version', () => {
     });
   });
 
+  it('CORS preflights of v1 paths carry the headers as well', async () => {
+    const cors = await startTestAtrium({ V1_SUNSET: '2027-01-31', CORS_ORIGINS: 'https://app.example.com' });
+    try {
+      const res = await cors.http!.inject({
+        method: 'OPTIONS',
+        url: '/api/v1/orders',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+      });
+      expect(res.statusCode).toBeLessThan(300);
+      expectDeprecated(res, '/api/v2/orders');
+    } finally {
+      await cors.stop();
+    }
+  });
+
   it('the successor link keeps the path encoded', async () => {
     const res = await request(atrium, 'GET', '/api/v1/orders/a%3Eb', owner);
     expect(res.statusCode).toBe(404);

@@ -17,20 +17,23 @@ const V1_PREFIX = '/api/v1';
 const URI_SAFE = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
 
 /**
- * Every /api/v1 response, errors and unknown paths included, announces the deprecation and names
- * the v2 path of the same resource. A root hook rather than a scoped one, so 404s carry it too.
+ * Every /api/v1 response, errors, unknown paths and CORS preflights included, announces the
+ * deprecation and names the v2 path of the same resource. An onSend hook at the root rather than a
+ * scoped onRequest hook, because responses sent by earlier hooks (CORS, the caller step) and by the
+ * not-found handler never reach a route's own hooks.
  */
 export function registerV1Deprecation(app: FastifyInstance, sunset: Date): void {
   const sunsetHeader = sunset.toUTCString();
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     const path = request.url.split('?', 1)[0]!;
-    if (path !== V1_PREFIX && !path.startsWith(`${V1_PREFIX}/`)) return;
+    if (path !== V1_PREFIX && !path.startsWith(`${V1_PREFIX}/`)) return payload;
     const successor = `/api/v2${path.slice(V1_PREFIX.length)}`.replace(URI_SAFE, (c) =>
       encodeURIComponent(c),
     );
     reply.header('deprecation', 'true');
     reply.header('sunset', sunsetHeader);
     reply.header('link', `<${successor}>; rel="successor-version"`);
+    return payload;
   });
 }
 
