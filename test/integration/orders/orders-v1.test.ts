@@ -158,6 +158,17 @@ describe('/api/v1 orders: the deprecated version', () => {
       expectDeprecated(res, `/api/v2/orders/${created.id}/cancel`);
     });
 
+    it('429 once the rate limit is spent', async () => {
+      const free = await atrium.caller({ tier: 'free' });
+      let last = await request(atrium, 'GET', '/api/v1/orders', free.headers);
+      for (let i = 0; i < 100 && last.statusCode !== 429; i++) {
+        last = await request(atrium, 'GET', '/api/v1/orders', free.headers);
+      }
+      expect(last.statusCode).toBe(429);
+      expect(last.json().error).toBe('rate_limit_exceeded');
+      expectDeprecated(last, '/api/v2/orders');
+    });
+
     it('a revoked key', async () => {
       const caller = await atrium.caller();
       await atrium.services.apiKeys.revoke(caller.keyId);
