@@ -69,7 +69,8 @@ export function addVary(reply: FastifyReply, ...names: string[]): void {
   reply.header('vary', existing.join(', '));
 }
 
-export const firstHeader = (request: FastifyRequest, name: string): string | undefined => {
+/** A request header as one string; repeated headers are joined as HTTP joins list values. */
+export const headerText = (request: FastifyRequest, name: string): string | undefined => {
   const v = request.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
 };

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { standardErrors } from '../common-schemas.js';
 import { entityTag, notModified } from './conditional.js';
-import { actorOf, addVary, authOn, docs, firstHeader, type RouteContext } from './common.js';
+import { actorOf, addVary, authOn, docs, headerText, type RouteContext } from './common.js';
 import { errorResponse, OrderParams } from './schemas.js';
 
 const CACHE_CONTROL = 'private, max-age=60';
@@ -51,8 +51,8 @@ export function registerRead({ app, services, version }: RouteContext): void {
       reply.header('cache-control', CACHE_CONTROL);
       addVary(reply, 'Authorization', 'X-API-Key');
       const conditions = {
-        ifNoneMatch: firstHeader(request, 'if-none-match'),
-        ifModifiedSince: firstHeader(request, 'if-modified-since'),
+        ifNoneMatch: headerText(request, 'if-none-match'),
+        ifModifiedSince: headerText(request, 'if-modified-since'),
       };
       if (notModified(conditions, { etag, lastModified })) return reply.code(304).send(null);
       return body;
