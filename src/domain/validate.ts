@@ -1,6 +1,8 @@
 /** Small value checks shared by the services; each returns a message or null. */
+// The local part excludes spaces, control characters and the specials RFC 5322 would need quoted.
 export const EMAIL =
-  /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+  // eslint-disable-next-line no-control-regex -- control characters are excluded on purpose
+  /^[^\s\u0000-\u001f\u007f@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 export const HANDLE = /^[a-z0-9][a-z0-9_-]{2,38}$/;
 
 export function checkEmail(value: unknown): string | null {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
 import type { Database } from './types.js';
@@ -69,11 +70,52 @@ function withStatementCache(conn: SQLite.Database): SQLite.Database {
   });
 }
 
+/**
+ * PostgreSQL text cannot hold NUL and fails the whole statement ("invalid byte sequence"), which
+ * would surface as a 500. A parameter with NUL is refused as invalid input before it is sent, for
+ * every surface at once; SQLite stores NUL and needs no guard.
+ */
+function refusingNul(pool: pg.Pool): pg.Pool {
+  const check = (values: unknown) => {
+    if (!Array.isArray(values)) return;
+    for (const v of values) {
+      if (typeof v === 'string' && v.includes('\u0000')) {
+        throw new DomainError('validation_error', 'Text must not contain NUL characters.', [
+          { field: null, message: 'a value contains a NUL character', code: 'invalid_characters' },
+        ]);
+      }
+    }
+  };
+  return new Proxy(pool, {
+    get(target, property) {
+      if (property !== 'connect') {
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return async () => {
+        const client = await target.connect();
+        return new Proxy(client, {
+          get(c, p) {
+            const value = Reflect.get(c, p, c) as unknown;
+            if (p !== 'query' || typeof value !== 'function') {
+              return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(c) : value;
+            }
+            return (config: unknown, values?: unknown) => {
+              check(values ?? (config as { values?: unknown } | null)?.values);
+              return (value as (...a: unknown[]) => unknown).call(c, config, values);
+            };
+          },
+        });
+      };
+    },
+  });
+}
+
 function openPostgres(url: string, max: number): Store {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNul(pool) }) });
   return makeStore(db, 'postgres', () => ({
     total: pool.totalCount,
     idle: pool.idleCount,

@@ -4,6 +4,8 @@ import { DomainError } from '../../domain/errors.js';
 import { sendError } from '../errors.js';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** Request ids: a well-formed client X-Request-Id is kept, otherwise a fresh one is made. */
 export function genRequestId(req: { headers: Record<string, string | string[] | undefined> }): string {
@@ -45,6 +47,17 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
     }, timeoutMs);
     timer.unref();
     timers.set(request, timer);
+  });
+
+  // No resource id holds a control character; such a path names nothing, on every engine alike.
+  app.addHook('preValidation', async (request) => {
+    const params = request.params as Record<string, unknown> | undefined;
+    if (!params) return;
+    for (const value of Object.values(params)) {
+      if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) {
+        throw new DomainError('not_found', 'No such resource.');
+      }
+    }
   });
 
   app.addHook('onResponse', async (request) => {
