@@ -75,7 +75,7 @@ export async function registerAuthorizeEndpoint(
       if (typeof request.body !== 'string') {
         return sendPage(reply, 400, errorPage('The form must be sent as application/x-www-form-urlencoded.'));
       }
-      const params = Params.fromSearch(new URLSearchParams(request.body));
+      const params = Params.fromSearch(postedParams(request.body, request.url));
       const checked = await validate(params);
       if (checked.kind === 'page') return sendPage(reply, 400, errorPage(checked.message));
       if (checked.kind === 'redirect') return redirect(reply, checked.location);
@@ -83,12 +83,13 @@ export async function registerAuthorizeEndpoint(
       const back = (values: Record<string, string | undefined>) =>
         redirect(reply, redirectTo(authz.redirectUri, { ...values, state: authz.state, iss: issuer }));
 
-      const csrfCookie = csrf.verify(request, params.get(CSRF_FIELD));
-      if (!csrfCookie) {
+      const csrfCheck = csrf.verify(request, params.get(CSRF_FIELD));
+      if (!csrfCheck.ok) {
         return showLogin(request, reply, authz, 403, {
           error: 'This form expired or was sent from another site. Please sign in again.',
         });
       }
+      const csrfCookie = csrfCheck.cookie;
       const consent = params.get('consent');
       if (consent === 'deny')
         return back({ error: 'access_denied', error_description: 'The user denied the request.' });
@@ -181,6 +182,17 @@ export async function registerAuthorizeEndpoint(
   app.get('/oauth/assets/pages.css', { schema: { hide: true } }, async (_request, reply) =>
     reply.header('Cache-Control', 'public, max-age=86400').type('text/css; charset=utf-8').send(PAGES_CSS),
   );
+}
+
+/**
+ * The form's fields; a parameter only in the query string (a client that posts to the URL it
+ * was sent to) is taken from there, so both ways of posting the original request work.
+ */
+function postedParams(body: string, url: string): URLSearchParams {
+  const posted = new URLSearchParams(body);
+  const query = new URL(url, 'http://localhost').searchParams;
+  for (const [name, value] of query) if (!posted.has(name)) posted.append(name, value);
+  return posted;
 }
 
 /** A page failure is a page too, never a JSON body or a stack trace. */

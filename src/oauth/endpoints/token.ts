@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../compose.js';
-import { UnsupportedGrantType } from '../errors.js';
+import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import { authorizationCodeGrant } from '../grants/authorization-code.js';
 import { clientCredentialsGrant } from '../grants/client-credentials.js';
 import { refreshTokenGrant } from '../grants/refresh-token.js';
@@ -21,6 +21,9 @@ const GRANTS: Record<string, GrantHandler> = {
 export function registerTokenEndpoint(app: FastifyInstance, services: Services, oauth: OAuth): void {
   app.post('/oauth/token', { schema: { hide: true } }, async (request, reply) => {
     const params = formParams(request);
+    // RFC 6749 §3.2: no parameter may appear twice, whichever grant reads it.
+    if (params.repeated.size > 0)
+      throw new InvalidRequest(`Repeated parameters: ${[...params.repeated].join(', ')}.`);
     const grantType = params.require('grant_type');
     const grant = Object.hasOwn(GRANTS, grantType) ? GRANTS[grantType] : undefined;
     if (!grant)

@@ -17,10 +17,19 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
 }
 
 /**
- * Signed double-submit CSRF protection. The browser gets a random, HttpOnly, SameSite=Strict
- * cookie; the form carries an HMAC of it under a server key. A cross-site form can neither read
- * the cookie nor compute the HMAC, and a cookie planted by a sibling subdomain has no matching
- * field. Requests that announce a foreign Origin or a cross-site fetch are refused outright.
+ * CSRF protection for the login and consent forms, in two layers:
+ *
+ * 1. Fetch metadata: a request that announces a foreign `Origin`, or `Sec-Fetch-Site` other than
+ *    same-origin, is refused outright. Every current browser sends one of the two on a form POST.
+ * 2. Signed double-submit token: the browser gets a random, HttpOnly, SameSite=Strict cookie and
+ *    the form carries an HMAC of it under a server key. A cross-site page can neither read the
+ *    cookie nor compute the HMAC, and a cookie planted by a sibling subdomain has no matching field.
+ *
+ * A request with no browser traits at all (no Origin, no Sec-Fetch-Site, no cookie) is a
+ * non-browser client posting the form directly (decisions §4 describes exactly that post). CSRF
+ * needs a victim's browser, and a browser cannot be made to send a cross-site POST without those
+ * traits, so such a request is let through, as the Fetch Metadata resource-isolation policy does.
+ * The code it earns is still bound to the client's PKCE challenge.
  */
 export class CsrfProtection {
   constructor(
@@ -41,19 +50,30 @@ export class CsrfProtection {
     return { token: this.sign(cookie), cookie };
   }
 
-  /** The cookie value when the form token matches it and the request is not cross-site. */
-  verify(request: FastifyRequest, field: string | undefined): string | undefined {
-    const origin = request.headers.origin;
-    if (origin !== undefined && origin !== this.expectedOrigin) return undefined;
-    if (request.headers['sec-fetch-site'] === 'cross-site') return undefined;
+  /**
+   * `{ ok: true, cookie }` when the post may proceed; `cookie` is the browser's CSRF cookie
+   * (empty for a non-browser client), to which the login ticket is then bound.
+   */
+  verify(request: FastifyRequest, field: string | undefined): { ok: true; cookie: string } | { ok: false } {
+    const origin = header(request, 'origin');
+    const site = header(request, 'sec-fetch-site');
+    if (origin !== undefined && origin !== this.expectedOrigin) return { ok: false };
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return { ok: false };
     const cookie = readCookie(request, CSRF_COOKIE);
-    if (!cookie || !COOKIE_SHAPE.test(cookie) || field === undefined) return undefined;
+    if (origin === undefined && site === undefined && cookie === undefined) return { ok: true, cookie: '' };
+    if (!cookie || !COOKIE_SHAPE.test(cookie) || field === undefined) return { ok: false };
     const expected = Buffer.from(this.sign(cookie));
     const presented = Buffer.from(field);
-    return expected.length === presented.length && timingSafeEqual(expected, presented) ? cookie : undefined;
+    const same = expected.length === presented.length && timingSafeEqual(expected, presented);
+    return same ? { ok: true, cookie } : { ok: false };
   }
 
   private sign(cookie: string): string {
     return createHmac('sha256', this.key).update(`csrf:${cookie}`).digest('base64url');
   }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
 }

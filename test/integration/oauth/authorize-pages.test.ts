@@ -165,17 +165,21 @@ describe('the authorization endpoint and its pages', () => {
     expect(new URL(dup.headers.location as string).searchParams.get('error')).toBe('invalid_request');
   });
 
-  it('refuses a post without the CSRF cookie, with a foreign token, or from another site', async () => {
+  it('refuses a browser post without the CSRF cookie, with a foreign token, or from another site', async () => {
     const { cookie, fields } = await loginPage();
     const other = await loginPage();
     const creds = { username: user.handle, password: user.password, consent: 'approve' };
     const attempts = [
-      post({ ...fields, ...creds }),
+      post({ ...fields, ...creds }, { origin: server.url }),
+      post({ ...fields, ...creds }, { 'sec-fetch-site': 'same-origin' }),
       post({ ...fields, ...creds, csrf_token: undefined }, { cookie }),
       post({ ...fields, ...creds, csrf_token: other.fields.csrf_token }, { cookie }),
       post({ ...fields, ...creds }, { cookie: other.cookie }),
       post({ ...fields, ...creds }, { cookie, origin: 'https://evil.example' }),
+      post({ ...fields, ...creds }, { cookie, origin: 'null' }),
       post({ ...fields, ...creds }, { cookie, 'sec-fetch-site': 'cross-site' }),
+      post({ ...fields, ...creds }, { cookie, 'sec-fetch-site': 'same-site' }),
+      post({ ...fields, ...creds }, { origin: 'https://evil.example' }),
     ];
     for (const res of await Promise.all(attempts)) {
       expect(res.statusCode).toBe(403);
@@ -187,6 +191,33 @@ describe('the authorization endpoint and its pages', () => {
       { cookie, origin: server.url, 'sec-fetch-site': 'same-origin' },
     );
     expect(ok.statusCode).toBe(302);
+  });
+
+  it('serves a non-browser client that posts the original parameters, credentials and consent', async () => {
+    // No cookie, no Origin, no Sec-Fetch-Site: nothing a victim's browser could be made to send.
+    const direct = await post({
+      ...query(),
+      username: user.handle,
+      password: user.password,
+      consent: 'approve',
+    });
+    expect(direct.statusCode).toBe(302);
+    expect(new URL(direct.headers.location as string).searchParams.get('code')).toBeTruthy();
+    // Posting to the authorization URL itself, with only the credentials in the body, works too.
+    const toUrl = await server.atrium.http!.inject({
+      method: 'POST',
+      url: `/authorize?${form(query())}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ username: user.handle, password: user.password, consent: 'approve' }),
+    });
+    expect(toUrl.statusCode).toBe(302);
+    expect(new URL(toUrl.headers.location as string).searchParams.get('state')).toBe('state-123');
+    // Two steps without cookies: the consent page's login ticket carries the sign-in.
+    const consent = await post({ ...query(), username: user.handle, password: user.password });
+    expect(consent.statusCode).toBe(200);
+    const approved = await post({ ...hiddenFields(consent.body), consent: 'approve' });
+    expect(approved.statusCode).toBe(302);
+    expect(new URL(approved.headers.location as string).searchParams.get('code')).toBeTruthy();
   });
 
   it('shows the login page again for a wrong password, escaping what was typed', async () => {
