@@ -34,36 +34,29 @@ export class BruteForceGuard {
     private readonly rules: { perIdentifier: FailureRule; perAddress: FailureRule },
   ) {}
 
-  /** Throws TooManyAttempts when either budget is already spent. */
-  async check(identifier: string, address: string): Promise<void> {
-    const [byId, byAddress] = await Promise.all([
-      this.limiter.peek(
-        this.idKey(identifier),
-        this.rules.perIdentifier.limit,
-        this.rules.perIdentifier.windowSeconds,
-      ),
-      this.limiter.peek(
-        this.addressKey(address),
-        this.rules.perAddress.limit,
-        this.rules.perAddress.windowSeconds,
-      ),
+  /**
+   * Throws TooManyAttempts when either budget is already spent. Without an identifier (a request
+   * too malformed to name a client) only the address's budget applies.
+   */
+  async check(identifier: string | undefined, address: string): Promise<void> {
+    const { perIdentifier: id, perAddress: addr } = this.rules;
+    const decisions = await Promise.all([
+      this.limiter.peek(this.addressKey(address), addr.limit, addr.windowSeconds),
+      ...(identifier === undefined
+        ? []
+        : [this.limiter.peek(this.idKey(identifier), id.limit, id.windowSeconds)]),
     ]);
-    const refused = [byId, byAddress].filter((d) => !d.allowed);
+    const refused = decisions.filter((d) => !d.allowed);
     if (refused.length > 0) throw new TooManyAttempts(Math.max(...refused.map((d) => d.retryAfter)));
   }
 
-  async failed(identifier: string, address: string): Promise<void> {
+  async failed(identifier: string | undefined, address: string): Promise<void> {
+    const { perIdentifier: id, perAddress: addr } = this.rules;
     await Promise.all([
-      this.limiter.hit(
-        this.idKey(identifier),
-        this.rules.perIdentifier.limit,
-        this.rules.perIdentifier.windowSeconds,
-      ),
-      this.limiter.hit(
-        this.addressKey(address),
-        this.rules.perAddress.limit,
-        this.rules.perAddress.windowSeconds,
-      ),
+      this.limiter.hit(this.addressKey(address), addr.limit, addr.windowSeconds),
+      ...(identifier === undefined
+        ? []
+        : [this.limiter.hit(this.idKey(identifier), id.limit, id.windowSeconds)]),
     ]);
   }
 

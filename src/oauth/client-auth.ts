@@ -63,7 +63,8 @@ export class ClientAuthenticator {
     const bodyId = params?.single('client_id');
     const address = sourceAddress(request);
     if (params?.get('client_secret') !== undefined || params?.get('client_assertion') !== undefined) {
-      await this.guard.failed(bodyId ?? '', address);
+      await this.guard.check(bodyId, address);
+      await this.guard.failed(bodyId, address);
       throw new InvalidClient(
         'Authenticate the client with HTTP Basic; client_secret_post and assertions are not supported.',
       );
@@ -71,8 +72,8 @@ export class ClientAuthenticator {
 
     if (basic !== undefined) {
       if (basic === null) {
-        await this.guard.check('', address);
-        await this.guard.failed('', address);
+        await this.guard.check(undefined, address);
+        await this.guard.failed(undefined, address);
         throw new InvalidClient();
       }
       if (bodyId !== undefined && bodyId !== basic.id)
