@@ -12,6 +12,7 @@ import { Params, sourceAddress } from '../http.js';
 import { CSRF_FIELD, CsrfProtection } from '../pages/csrf.js';
 import { consentPage, errorPage, loginPage, PAGES_CSS } from '../pages/html.js';
 import { LoginTickets, requestBinding } from '../pages/login-ticket.js';
+import { guarded, redirect, sendPage } from '../pages/respond.js';
 import { grantableBy, SCOPE_DESCRIPTIONS } from '../scope.js';
 import type { OAuth } from '../service.js';
 import { sharedSecret } from '../settings.js';
@@ -19,38 +20,154 @@ import { sharedSecret } from '../settings.js';
 const PAGES_SECRET_SETTING = 'oauth_pages_secret';
 const TICKET_FIELD = 'login_ticket';
 
+/** One POST /authorize in progress: the validated request and what the browser sent. */
+interface Submission {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  authz: AuthorizationRequest;
+  params: Params;
+  /** The browser's CSRF cookie ('' for a non-browser client), which login tickets are bound to. */
+  csrfCookie: string;
+  /** What a login ticket must have been issued for. */
+  binding: string;
+}
+
+/** A step either yields its value or has already answered the request. */
+type Step<T> = { value: T } | { answered: FastifyReply };
+
 /**
  * GET and POST /authorize (RFC 6749 §4.1.1, decisions §4). GET validates the request and shows
- * the login page; POST validates it again, checks the CSRF token, signs the user in (or reads
- * the login ticket of the consent page), asks for consent when the client is not first-party,
- * and answers 302 to the registered redirect URI with `code`, `state` and `iss`.
+ * the login page. POST runs: validate → CSRF → deny? → sign in (password, or the consent page's
+ * login ticket) → scope the user may grant → consent (unless first-party or already approved) →
+ * 302 to the registered redirect URI with `code`, `state` and `iss`.
  */
-export async function registerAuthorizeEndpoint(
-  app: FastifyInstance,
-  services: Services,
-  oauth: OAuth,
-): Promise<void> {
-  const secret = await sharedSecret(services.store, PAGES_SECRET_SETTING);
-  const derive = (label: string) => createHmac('sha256', secret).update(label).digest();
-  const authUrl = new URL(oauth.config.authUrl);
-  const csrf = new CsrfProtection(derive('csrf'), authUrl.origin, authUrl.protocol === 'https:');
-  const tickets = new LoginTickets(
-    derive('login-ticket'),
-    services.clock,
-    `${oauth.config.authUrl}/authorize`,
-  );
-  const issuer = oauth.config.authUrl;
+class AuthorizationFlow {
+  constructor(
+    private readonly services: Services,
+    private readonly oauth: OAuth,
+    private readonly csrf: CsrfProtection,
+    private readonly tickets: LoginTickets,
+  ) {}
 
-  const validate = (params: Params) => checkAuthorizationRequest(params, oauth.clients, issuer);
+  async show(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const params = Params.fromSearch(new URL(request.url, 'http://localhost').searchParams);
+    const checked = await this.validate(params, reply);
+    if ('answered' in checked) return checked.answered;
+    return this.loginPage(request, reply, checked.value, 200);
+  }
 
-  function showLogin(
+  async submit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    if (typeof request.body !== 'string') {
+      return sendPage(reply, 400, errorPage('The form must be sent as application/x-www-form-urlencoded.'));
+    }
+    const params = Params.fromSearch(postedParams(request.body, request.url));
+    const checked = await this.validate(params, reply);
+    if ('answered' in checked) return checked.answered;
+    const authz = checked.value;
+
+    const csrf = this.csrf.verify(request, params.get(CSRF_FIELD));
+    if (!csrf.ok) {
+      const error = 'This form expired or was sent from another site. Please sign in again.';
+      return this.loginPage(request, reply, authz, 403, { error });
+    }
+    const binding = requestBinding([
+      authz.client.id,
+      authz.redirectUri,
+      params.get('scope'),
+      authz.state,
+      authz.codeChallenge,
+    ]);
+    const submission: Submission = { request, reply, authz, params, csrfCookie: csrf.cookie, binding };
+    const consent = params.get('consent');
+    if (consent === 'deny') {
+      return this.back(submission, {
+        error: 'access_denied',
+        error_description: 'The user denied the request.',
+      });
+    }
+    const signedIn =
+      params.get(TICKET_FIELD) !== undefined && params.get('username') === undefined
+        ? await this.fromTicket(submission)
+        : await this.withPassword(submission);
+    if ('answered' in signedIn) return signedIn.answered;
+    const user = signedIn.value;
+
+    const scope = grantableBy(user.role, authz.scope);
+    if (scope.length === 0) {
+      const error_description = 'None of the requested scopes is available to this user.';
+      return this.back(submission, { error: 'invalid_scope', error_description });
+    }
+    if (authz.client.firstParty || consent === 'approve') {
+      const code = await this.oauth.codes.issue({
+        clientId: authz.client.id,
+        userId: user.id,
+        redirectUri: authz.redirectUri,
+        scope,
+        codeChallenge: authz.codeChallenge,
+      });
+      return this.back(submission, { code });
+    }
+    return this.consentPage(submission, user, scope);
+  }
+
+  private async validate(params: Params, reply: FastifyReply): Promise<Step<AuthorizationRequest>> {
+    const checked = await checkAuthorizationRequest(params, this.oauth.clients, this.oauth.config.authUrl);
+    if (checked.kind === 'page') return { answered: sendPage(reply, 400, errorPage(checked.message)) };
+    if (checked.kind === 'redirect') return { answered: redirect(reply, checked.location) };
+    return { value: checked.request };
+  }
+
+  /** Username (handle or email) and password, within the account's and the address's failure budgets. */
+  private async withPassword(s: Submission): Promise<Step<User>> {
+    const username = s.params.get('username');
+    const password = s.params.get('password');
+    const page = (status: number, error: string) => ({
+      answered: this.loginPage(s.request, s.reply, s.authz, status, { error, username }),
+    });
+    if (username === undefined || password === undefined)
+      return page(400, 'Enter your username and password.');
+    const users = this.services.core.users;
+    const address = sourceAddress(s.request);
+    // One budget per account, whether it is named by handle or by email.
+    const account = username.length <= 320 ? await users.findForLogin(username) : undefined;
+    const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
+    try {
+      await this.oauth.loginGuard.check(identifier, address);
+    } catch (err) {
+      if (!(err instanceof TooManyAttempts)) throw err;
+      s.reply.header('Retry-After', String(err.retryAfter));
+      return page(429, `Too many failed sign-in attempts. Try again in ${err.retryAfter} seconds.`);
+    }
+    const user =
+      username.length <= 320 && password.length <= 1024
+        ? await users.authenticate(username, password)
+        : undefined;
+    if (!user) {
+      await this.oauth.loginGuard.failed(identifier, address);
+      return page(400, 'The username or password is incorrect.');
+    }
+    await this.oauth.loginGuard.succeeded(identifier);
+    return { value: user };
+  }
+
+  /** The consent page's proof of the sign-in, bound to this request and this browser. */
+  private async fromTicket(s: Submission): Promise<Step<User>> {
+    const ticket = s.params.get(TICKET_FIELD)!;
+    const userId = await this.tickets.verify(ticket, { requestBinding: s.binding, csrfCookie: s.csrfCookie });
+    const user = userId ? (await this.services.core.users.getMany([userId])).get(userId) : undefined;
+    if (user) return { value: user };
+    const error = 'Your sign-in expired. Please sign in again.';
+    return { answered: this.loginPage(s.request, s.reply, s.authz, 400, { error }) };
+  }
+
+  private loginPage(
     request: FastifyRequest,
     reply: FastifyReply,
     authz: AuthorizationRequest,
     status: number,
-    extra: { error?: string; username?: string } = {},
+    extra: { error?: string; username?: string | undefined } = {},
   ): FastifyReply {
-    const { token } = csrf.issue(request, reply);
+    const { token } = this.csrf.issue(request, reply);
     const html = loginPage({
       clientName: authz.client.name,
       fields: { ...authz.carried, [CSRF_FIELD]: token },
@@ -60,128 +177,31 @@ export async function registerAuthorizeEndpoint(
     return sendPage(reply, status, html, authz.redirectUri);
   }
 
-  app.get('/authorize', { schema: { hide: true } }, (request, reply) =>
-    guarded(request, reply, async () => {
-      const params = Params.fromSearch(new URL(request.url, 'http://localhost').searchParams);
-      const checked = await validate(params);
-      if (checked.kind === 'page') return sendPage(reply, 400, errorPage(checked.message));
-      if (checked.kind === 'redirect') return redirect(reply, checked.location);
-      return showLogin(request, reply, checked.request, 200);
-    }),
-  );
+  private async consentPage(s: Submission, user: User, scope: string[]): Promise<FastifyReply> {
+    const { token } = this.csrf.issue(s.request, s.reply);
+    const ticket = await this.tickets.issue({
+      userId: user.id,
+      requestBinding: s.binding,
+      csrfCookie: s.csrfCookie,
+    });
+    const html = consentPage({
+      clientName: s.authz.client.name,
+      userHandle: user.handle,
+      scopes: scope.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
+      fields: { ...s.authz.carried, [CSRF_FIELD]: token, [TICKET_FIELD]: ticket },
+    });
+    return sendPage(s.reply, 200, html, s.authz.redirectUri);
+  }
 
-  app.post('/authorize', { schema: { hide: true } }, (request, reply) =>
-    guarded(request, reply, async () => {
-      if (typeof request.body !== 'string') {
-        return sendPage(reply, 400, errorPage('The form must be sent as application/x-www-form-urlencoded.'));
-      }
-      const params = Params.fromSearch(postedParams(request.body, request.url));
-      const checked = await validate(params);
-      if (checked.kind === 'page') return sendPage(reply, 400, errorPage(checked.message));
-      if (checked.kind === 'redirect') return redirect(reply, checked.location);
-      const authz = checked.request;
-      const back = (values: Record<string, string | undefined>) =>
-        redirect(reply, redirectTo(authz.redirectUri, { ...values, state: authz.state, iss: issuer }));
-
-      const csrfCheck = csrf.verify(request, params.get(CSRF_FIELD));
-      if (!csrfCheck.ok) {
-        return showLogin(request, reply, authz, 403, {
-          error: 'This form expired or was sent from another site. Please sign in again.',
-        });
-      }
-      const csrfCookie = csrfCheck.cookie;
-      const consent = params.get('consent');
-      if (consent === 'deny')
-        return back({ error: 'access_denied', error_description: 'The user denied the request.' });
-
-      const binding = requestBinding([
-        authz.client.id,
-        authz.redirectUri,
-        params.get('scope'),
-        authz.state,
-        authz.codeChallenge,
-      ]);
-      const username = params.get('username');
-      const password = params.get('password');
-      const ticket = params.get(TICKET_FIELD);
-      let user: User | undefined;
-      if (username !== undefined || password !== undefined || ticket === undefined) {
-        if (username === undefined || password === undefined) {
-          return showLogin(request, reply, authz, 400, {
-            error: 'Enter your username and password.',
-            username,
-          });
-        }
-        const address = sourceAddress(request);
-        // One budget per account, whether it is named by handle or by email.
-        const account = username.length <= 320 ? await services.core.users.findForLogin(username) : undefined;
-        const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
-        try {
-          await oauth.loginGuard.check(identifier, address);
-        } catch (err) {
-          if (!(err instanceof TooManyAttempts)) throw err;
-          reply.header('Retry-After', String(err.retryAfter));
-          return showLogin(request, reply, authz, 429, {
-            error: `Too many failed sign-in attempts. Try again in ${err.retryAfter} seconds.`,
-            username,
-          });
-        }
-        user =
-          username.length <= 320 && password.length <= 1024
-            ? await services.core.users.authenticate(username, password)
-            : undefined;
-        if (!user) {
-          await oauth.loginGuard.failed(identifier, address);
-          return showLogin(request, reply, authz, 400, {
-            error: 'The username or password is incorrect.',
-            username,
-          });
-        }
-        await oauth.loginGuard.succeeded(identifier);
-      } else {
-        const userId = await tickets.verify(ticket, { requestBinding: binding, csrfCookie });
-        user = userId ? (await services.core.users.getMany([userId])).get(userId) : undefined;
-        if (!user)
-          return showLogin(request, reply, authz, 400, {
-            error: 'Your sign-in expired. Please sign in again.',
-          });
-      }
-
-      const scope = grantableBy(user.role, authz.scope);
-      if (scope.length === 0) {
-        return back({
-          error: 'invalid_scope',
-          error_description: 'None of the requested scopes is available to this user.',
-        });
-      }
-      if (authz.client.firstParty || consent === 'approve') {
-        const code = await oauth.codes.issue({
-          clientId: authz.client.id,
-          userId: user.id,
-          redirectUri: authz.redirectUri,
-          scope,
-          codeChallenge: authz.codeChallenge,
-        });
-        return back({ code });
-      }
-      const { token } = csrf.issue(request, reply);
-      const html = consentPage({
-        clientName: authz.client.name,
-        userHandle: user.handle,
-        scopes: scope.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
-        fields: {
-          ...authz.carried,
-          [CSRF_FIELD]: token,
-          [TICKET_FIELD]: await tickets.issue({ userId: user.id, requestBinding: binding, csrfCookie }),
-        },
-      });
-      return sendPage(reply, 200, html, authz.redirectUri);
-    }),
-  );
-
-  app.get('/oauth/assets/pages.css', { schema: { hide: true } }, async (_request, reply) =>
-    reply.header('Cache-Control', 'public, max-age=86400').type('text/css; charset=utf-8').send(PAGES_CSS),
-  );
+  /** Back to the client with the response, its `state` and our `iss` (RFC 9207). */
+  private back(s: Submission, values: Record<string, string>): FastifyReply {
+    const location = redirectTo(s.authz.redirectUri, {
+      ...values,
+      state: s.authz.state,
+      iss: this.oauth.config.authUrl,
+    });
+    return redirect(s.reply, location);
+  }
 }
 
 /**
@@ -195,56 +215,29 @@ function postedParams(body: string, url: string): URLSearchParams {
   return posted;
 }
 
-/** A page failure is a page too, never a JSON body or a stack trace. */
-async function guarded(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  work: () => Promise<FastifyReply>,
-): Promise<FastifyReply> {
-  try {
-    return await work();
-  } catch (err) {
-    request.log.error({ err }, 'authorization page failed');
-    return sendPage(reply, 500, errorPage('Something went wrong on our side. Please try again.'));
-  }
-}
+export async function registerAuthorizeEndpoint(
+  app: FastifyInstance,
+  services: Services,
+  oauth: OAuth,
+): Promise<void> {
+  // CSRF tokens and login tickets are signed with keys every instance shares through the store.
+  const secret = await sharedSecret(services.store, PAGES_SECRET_SETTING);
+  const derive = (label: string) => createHmac('sha256', secret).update(label).digest();
+  const authUrl = new URL(oauth.config.authUrl);
+  const flow = new AuthorizationFlow(
+    services,
+    oauth,
+    new CsrfProtection(derive('csrf'), authUrl.origin, authUrl.protocol === 'https:'),
+    new LoginTickets(derive('login-ticket'), services.clock, `${oauth.config.authUrl}/authorize`),
+  );
 
-/**
- * No script anywhere; styles only from this origin; the form may post only here and, because
- * browsers apply form-action to the redirect that follows a submission, to the client's redirect
- * URI; no framing (clickjacking); no <base> tricks.
- */
-function contentSecurityPolicy(redirectUri: string | undefined): string {
-  const formTargets = ["'self'"];
-  if (redirectUri) {
-    const url = new URL(redirectUri);
-    formTargets.push(url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol);
-  }
-  return [
-    "default-src 'none'",
-    "style-src 'self'",
-    `form-action ${formTargets.join(' ')}`,
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-  ].join('; ');
-}
-
-function sendPage(reply: FastifyReply, status: number, html: string, redirectUri?: string): FastifyReply {
-  return reply
-    .code(status)
-    .header('Content-Security-Policy', contentSecurityPolicy(redirectUri))
-    .header('Cache-Control', 'no-store')
-    .header('Pragma', 'no-cache')
-    .header('Referrer-Policy', 'no-referrer')
-    .type('text/html; charset=utf-8')
-    .send(html);
-}
-
-function redirect(reply: FastifyReply, location: string): FastifyReply {
-  return reply
-    .code(302)
-    .header('Location', location)
-    .header('Cache-Control', 'no-store')
-    .header('Referrer-Policy', 'no-referrer')
-    .send();
+  app.get('/authorize', { schema: { hide: true } }, (request, reply) =>
+    guarded(request, reply, () => flow.show(request, reply)),
+  );
+  app.post('/authorize', { schema: { hide: true } }, (request, reply) =>
+    guarded(request, reply, () => flow.submit(request, reply)),
+  );
+  app.get('/oauth/assets/pages.css', { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('Cache-Control', 'public, max-age=86400').type('text/css; charset=utf-8').send(PAGES_CSS),
+  );
 }

@@ -1,0 +1,61 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errorPage } from './html.js';
+
+/**
+ * No script anywhere; styles only from this origin; the form may post only here and, because
+ * browsers apply form-action to the redirect that follows a submission, to the client's redirect
+ * URI; no framing (clickjacking); no <base> tricks.
+ */
+export function contentSecurityPolicy(redirectUri: string | undefined): string {
+  const formTargets = ["'self'"];
+  if (redirectUri) {
+    const url = new URL(redirectUri);
+    formTargets.push(url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol);
+  }
+  return [
+    "default-src 'none'",
+    "style-src 'self'",
+    `form-action ${formTargets.join(' ')}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  html: string,
+  redirectUri?: string,
+): FastifyReply {
+  return reply
+    .code(status)
+    .header('Content-Security-Policy', contentSecurityPolicy(redirectUri))
+    .header('Cache-Control', 'no-store')
+    .header('Pragma', 'no-cache')
+    .header('Referrer-Policy', 'no-referrer')
+    .type('text/html; charset=utf-8')
+    .send(html);
+}
+
+export function redirect(reply: FastifyReply, location: string): FastifyReply {
+  return reply
+    .code(302)
+    .header('Location', location)
+    .header('Cache-Control', 'no-store')
+    .header('Referrer-Policy', 'no-referrer')
+    .send();
+}
+
+/** A page failure is a page too, never a JSON body or a stack trace. */
+export async function guarded(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: () => Promise<FastifyReply>,
+): Promise<FastifyReply> {
+  try {
+    return await work();
+  } catch (err) {
+    request.log.error({ err }, 'authorization page failed');
+    return sendPage(reply, 500, errorPage('Something went wrong on our side. Please try again.'));
+  }
+}
