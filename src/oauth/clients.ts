@@ -48,6 +48,9 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest();
 const DUMMY_HASH = sha256(randomBytes(32).toString('hex'));
 const SECRET_PREFIX = 'acs_';
 const OPERATOR_CLIENT_SETTING = 'oauth_operator_client_id';
+const PRINTABLE_ID = /^[\x21-\x7e]{1,128}$/;
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /**
  * OAuth clients. Secrets are 256 random bits, so their SHA-256 is as hard to reverse as the
@@ -64,7 +67,8 @@ export class ClientService {
   async create(input: CreateClientInput): Promise<CreatedClient> {
     const problems = new Problems();
     const name = typeof input.name === 'string' ? input.name.trim() : '';
-    if (name.length < 1 || name.length > 100) problems.add('name', 'name must be 1 to 100 characters');
+    if (name.length < 1 || name.length > 100 || CONTROL_CHARACTER.test(name))
+      problems.add('name', 'name must be 1 to 100 characters, without control characters');
     const redirectUris = [...(input.redirectUris ?? [])];
     for (const uri of redirectUris) {
       const bad = this.redirectUriProblem(uri);
@@ -152,8 +156,9 @@ export class ClientService {
   }
 
   private async row(id: string): Promise<Selectable<OAuthClientsTable> | undefined> {
-    // Ids are short; a huge one cannot exist, so skip the query but not the hashing above.
-    if (id.length > 128) return undefined;
+    // Ids are short printable ASCII; anything else cannot exist (and a NUL would upset
+    // PostgreSQL), so skip the query but not the hashing in authenticate().
+    if (!PRINTABLE_ID.test(id)) return undefined;
     return this.deps.store.db.selectFrom('oauth_clients').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
@@ -164,7 +169,8 @@ export class ClientService {
    */
   private redirectUriProblem(uri: string): string | undefined {
     if (typeof uri !== 'string' || uri.length > 2000) return 'must be a string of at most 2000 characters';
-    if (/[\s"'<>\\^`{|}]/.test(uri)) return 'must not contain spaces or unsafe characters';
+    if (/[\s"'<>\\^`{|}]/.test(uri) || CONTROL_CHARACTER.test(uri))
+      return 'must not contain spaces, control characters or unsafe characters';
     let url: URL;
     try {
       url = new URL(uri);

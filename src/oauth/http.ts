@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../domain/errors.js';
 import { InvalidRequest, OAuthError, ServerError } from './errors.js';
 
 /** Form bodies of the token server are small; a larger one is an attack or a mistake. */
@@ -87,6 +88,13 @@ export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, thr
 
 function toOAuthError(thrown: unknown): OAuthError {
   if (thrown instanceof OAuthError) return thrown;
+  // The store refuses values it cannot hold (a NUL for PostgreSQL) as invalid input.
+  if (
+    thrown instanceof DomainError &&
+    (thrown.code === 'validation_error' || thrown.code === 'unprocessable')
+  ) {
+    return new InvalidRequest('The request holds a value that is not allowed.');
+  }
   const status = (thrown as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (status === 413) return new OAuthError('invalid_request', 'The request body is too large.', 413);

@@ -19,6 +19,8 @@ import { sharedSecret } from '../settings.js';
 
 const PAGES_SECRET_SETTING = 'oauth_pages_secret';
 const TICKET_FIELD = 'login_ticket';
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** One POST /authorize in progress: the validated request and what the browser sent. */
 interface Submission {
@@ -128,8 +130,10 @@ class AuthorizationFlow {
       return page(400, 'Enter your username and password.');
     const users = this.services.core.users;
     const address = sourceAddress(s.request);
+    // No account name or password of a real user is that long or holds a control character.
+    const plausible = username.length <= 320 && password.length <= 1024 && !CONTROL_CHARACTER.test(username);
     // One budget per account, whether it is named by handle or by email.
-    const account = username.length <= 320 ? await users.findForLogin(username) : undefined;
+    const account = plausible ? await users.findForLogin(username) : undefined;
     const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
     try {
       await this.oauth.loginGuard.check(identifier, address);
@@ -138,10 +142,7 @@ class AuthorizationFlow {
       s.reply.header('Retry-After', String(err.retryAfter));
       return page(429, `Too many failed sign-in attempts. Try again in ${err.retryAfter} seconds.`);
     }
-    const user =
-      username.length <= 320 && password.length <= 1024
-        ? await users.authenticate(username, password)
-        : undefined;
+    const user = plausible ? await users.authenticate(username, password) : undefined;
     if (!user) {
       await this.oauth.loginGuard.failed(identifier, address);
       return page(400, 'The username or password is incorrect.');

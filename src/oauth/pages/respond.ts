@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../../domain/errors.js';
 import { errorPage } from './html.js';
 
 /**
@@ -55,6 +56,9 @@ export async function guarded(
   try {
     return await work();
   } catch (err) {
+    if (err instanceof DomainError && err.code === 'validation_error') {
+      return sendPage(reply, 400, errorPage('The request holds a value that is not allowed.'));
+    }
     request.log.error({ err }, 'authorization page failed');
     return sendPage(reply, 500, errorPage('Something went wrong on our side. Please try again.'));
   }
