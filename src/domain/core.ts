@@ -36,5 +36,17 @@ export function createCore(deps: CoreDeps): Core {
   const coupons = new CouponService(deps);
   const orders = new OrderService(deps, coupons);
   const idempotency = new IdempotencyService(deps);
-  return { deps, organizations, users, products, tags, posts, comments, search, coupons, orders, idempotency };
+  return {
+    deps,
+    organizations,
+    users,
+    products,
+    tags,
+    posts,
+    comments,
+    search,
+    coupons,
+    orders,
+    idempotency,
+  };
 }

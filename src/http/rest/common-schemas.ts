@@ -37,8 +37,17 @@ export function Page<T extends TSchema>(item: T) {
   });
 }
 
-export const LimitQuery = Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' });
-export const CursorQuery = Type.String({ minLength: 1, maxLength: 1024, description: 'Opaque cursor from pagination.next_cursor.' });
+export const LimitQuery = Type.Integer({
+  minimum: 1,
+  maximum: 100,
+  default: 20,
+  description: 'Page size, 1 to 100.',
+});
+export const CursorQuery = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description: 'Opaque cursor from pagination.next_cursor.',
+});
 
 /** Error responses shared by every authenticated route, for the OpenAPI document. */
 export const standardErrors = {
