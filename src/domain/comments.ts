@@ -1,3 +1,4 @@
+import { byIds } from './batch.js';
 import type { CommentRow } from '../store/types.js';
 import type { Actor } from './actor.js';
 import { iso } from './clock.js';
@@ -90,14 +91,13 @@ export class CommentService {
   }
 
   /** Batch read for data loaders; missing ids are absent from the map. */
-  async getMany(ids: readonly string[]): Promise<Map<string, Comment>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('comments')
-      .selectAll()
-      .where('id', 'in', [...new Set(ids)])
-      .execute();
-    return new Map(rows.map((r) => [r.id, toComment(r)]));
+  getMany(ids: readonly string[]): Promise<Map<string, Comment>> {
+    const db = this.deps.store.db;
+    return byIds(
+      ids,
+      (unique) => db.selectFrom('comments').selectAll().where('id', 'in', unique).execute(),
+      toComment,
+    );
   }
 
   /** `Post.comments`: one post's comments, oldest first, 10 by default. */

@@ -1,3 +1,4 @@
+import { byIds } from './batch.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { notFound, Problems } from './errors.js';
@@ -42,14 +43,13 @@ export class OrganizationService {
     return toOrganization(row);
   }
 
-  async getMany(ids: readonly string[]): Promise<Map<string, Organization>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('organizations')
-      .selectAll()
-      .where('id', 'in', [...ids])
-      .execute();
-    return new Map(rows.map((r) => [r.id, toOrganization(r)]));
+  getMany(ids: readonly string[]): Promise<Map<string, Organization>> {
+    const db = this.deps.store.db;
+    return byIds(
+      ids,
+      (unique) => db.selectFrom('organizations').selectAll().where('id', 'in', unique).execute(),
+      toOrganization,
+    );
   }
 
   /** The organization users join when none is named; made on first use. */

@@ -1,3 +1,4 @@
+import { byIds } from './batch.js';
 import type { PostRow } from '../store/types.js';
 import type { Actor } from './actor.js';
 import { iso } from './clock.js';
@@ -166,14 +167,13 @@ export class PostService {
   }
 
   /** Batch read for data loaders; missing ids are absent from the map. */
-  async getMany(ids: readonly string[]): Promise<Map<string, Post>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('posts')
-      .selectAll()
-      .where('id', 'in', [...new Set(ids)])
-      .execute();
-    return new Map(rows.map((r) => [r.id, toPost(r)]));
+  getMany(ids: readonly string[]): Promise<Map<string, Post>> {
+    const db = this.deps.store.db;
+    return byIds(
+      ids,
+      (unique) => db.selectFrom('posts').selectAll().where('id', 'in', unique).execute(),
+      toPost,
+    );
   }
 
   /** Tag names of many posts (batch); every asked id is in the map. */

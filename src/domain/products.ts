@@ -1,3 +1,4 @@
+import { byIds } from './batch.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { notFound, Problems } from './errors.js';
@@ -46,14 +47,13 @@ export class ProductService {
     return toProduct(row);
   }
 
-  async getMany(ids: readonly string[]): Promise<Map<string, Product>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('products')
-      .selectAll()
-      .where('id', 'in', [...new Set(ids)])
-      .execute();
-    return new Map(rows.map((r) => [r.id, toProduct(r)]));
+  getMany(ids: readonly string[]): Promise<Map<string, Product>> {
+    const db = this.deps.store.db;
+    return byIds(
+      ids,
+      (unique) => db.selectFrom('products').selectAll().where('id', 'in', unique).execute(),
+      toProduct,
+    );
   }
 
   async list(limit = 100): Promise<Product[]> {

@@ -1,7 +1,10 @@
-import type { Role, UserRow } from '../store/types.js';
+import type { Transaction } from 'kysely';
+import type { Db } from '../store/store.js';
+import type { Database, Role, UserRow } from '../store/types.js';
 import { isUniqueViolation, isForeignKeyViolation } from '../store/errors.js';
 import type { Actor } from './actor.js';
 import { isAdmin } from './actor.js';
+import { byIds } from './batch.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
@@ -124,31 +127,18 @@ export class UserService {
 
   /** A live user, or not_found (deleted users are not found). */
   async get(id: string): Promise<User> {
-    const row = await this.deps.store.db
-      .selectFrom('users')
-      .selectAll()
-      .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-    if (!row) throw notFound('User', id);
-    return toUser(row);
+    return toUser(await liveUser(this.deps.store.db, id));
   }
 
   /** Batch read for data loaders; missing ids are absent from the map. */
-  async getMany(ids: readonly string[]): Promise<Map<string, User>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('users')
-      .selectAll()
-      .where('id', 'in', [...new Set(ids)])
-      .where('deleted_at', 'is', null)
-      .execute();
-    return new Map(rows.map((r) => [r.id, toUser(r)]));
+  getMany(ids: readonly string[]): Promise<Map<string, User>> {
+    const db = this.deps.store.db;
+    return byIds(ids, (unique) => liveUsers(db).where('id', 'in', unique).execute(), toUser);
   }
 
   /** Users by id ascending, keyset-paged after an id; filters by role and organization. */
   async list(query: ListUsersQuery): Promise<User[]> {
-    let q = this.deps.store.db.selectFrom('users').selectAll().where('deleted_at', 'is', null);
+    let q = liveUsers(this.deps.store.db);
     if (query.role) q = q.where('role', '=', query.role);
     if (query.organizationId) q = q.where('organization_id', '=', query.organizationId);
     if (query.after) q = q.where('id', '>', query.after);
@@ -159,11 +149,8 @@ export class UserService {
   /** Finds a user for login by handle or email. */
   async findForLogin(login: string): Promise<(User & { passwordHash: string | null }) | undefined> {
     const value = login.trim().toLowerCase();
-    const row = await this.deps.store.db
-      .selectFrom('users')
-      .selectAll()
+    const row = await liveUsers(this.deps.store.db)
       .where((eb) => eb.or([eb('handle', '=', value), eb('email', '=', value)]))
-      .where('deleted_at', 'is', null)
       .executeTakeFirst();
     return row ? { ...toUser(row), passwordHash: row.password_hash } : undefined;
   }
@@ -207,13 +194,7 @@ export class UserService {
     }
 
     return inTransaction(this.deps, async (tx) => {
-      const current = await tx.db
-        .selectFrom('users')
-        .selectAll()
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!current) throw notFound('User', id);
+      const current = await liveUser(tx.db, id);
       const updated: UserRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
       try {
         await tx.db
@@ -239,13 +220,7 @@ export class UserService {
   async markEmailVerified(actor: Actor, id: string): Promise<User> {
     if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
     return inTransaction(this.deps, async (tx) => {
-      const current = await tx.db
-        .selectFrom('users')
-        .selectAll()
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!current) throw notFound('User', id);
+      const current = await liveUser(tx.db, id);
       const now = iso(this.deps.clock.now());
       const verifiedAt = current.email_verified_at ?? now;
       await tx.db
@@ -270,6 +245,19 @@ export class UserService {
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) === 0) throw notFound('User', id);
   }
+}
+
+type Reader = Db | Transaction<Database>;
+
+/** Users that exist: soft-deleted ones are invisible to every read. */
+function liveUsers(db: Reader) {
+  return db.selectFrom('users').selectAll().where('deleted_at', 'is', null);
+}
+
+async function liveUser(db: Reader, id: string): Promise<UserRow> {
+  const row = await liveUsers(db).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('User', id);
+  return row;
 }
 
 function toNameColumns(n: { firstName: string | null; lastName: string | null }): Partial<UserRow> {
