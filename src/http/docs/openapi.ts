@@ -1,6 +1,7 @@
 import type { Config } from '../../config/schema.js';
 import { ErrorBodySchema, ErrorDetailSchema } from '../rest/common-schemas.js';
 import { findAuthTag, securityFor, securitySchemes } from './security.js';
+import { TOKEN_SERVER_SCHEMAS, TOKEN_SERVER_TAG, tokenServerOperation } from './token-server.js';
 
 type Json = Record<string, unknown>;
 
@@ -46,18 +47,21 @@ export function openapiBase(config: Config, version: string): Json {
       title: 'Atrium API',
       version,
       description:
-        'Users, organizations, orders and content behind REST, GraphQL and gRPC, with an OAuth 2.1 token ' +
-        'server. Every REST endpoint takes `X-API-Key` or `Authorization: Bearer`. Authenticated responses ' +
-        'carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; over the limit the ' +
-        'answer is 429 with `Retry-After`.',
+        'Users, organizations and orders through REST APIs, and an OAuth 2.1 token server (tag `oauth`) ' +
+        'that issues the bearer tokens they accept. Every REST endpoint takes `X-API-Key` or ' +
+        '`Authorization: Bearer`. Authenticated REST responses carry `X-RateLimit-Limit`, ' +
+        '`X-RateLimit-Remaining` and `X-RateLimit-Reset`; over the limit the answer is 429 with ' +
+        '`Retry-After`. The token server answers errors with the RFC 6749 body `{ error, error_description }`.',
     },
     servers: [{ url: config.publicUrl }],
+    tags: [TOKEN_SERVER_TAG],
     components: {
       securitySchemes: securitySchemes(config.authUrl),
       schemas: {
         ErrorDetail: withoutId(ErrorDetailSchema),
         ErrorBody: errorBody,
         RateLimitedBody: rateLimitedBody(),
+        ...structuredClone(TOKEN_SERVER_SCHEMAS),
       },
       headers: { ...RATE_LIMIT_HEADERS, 'Retry-After': RETRY_AFTER },
     },
@@ -84,11 +88,14 @@ function rateLimitedBody(): Json {
 
 /**
  * Per route: the security the route's caller step really enforces (unless the route states its
- * own), and the token server's own address for its endpoints when it differs from the API's.
+ * own), and the token server's own address for its endpoints when it differs from the API's. The
+ * token server's routes are hidden and schema-less (a schema would change how they validate and
+ * serialize); their documentation from token-server.ts is swapped in here, for the document only.
  */
 export function makeTransform(config: Config) {
   return ({ schema, url, route }: { schema: unknown; url: string; route: unknown }) => {
-    const out: Json = { ...((schema as Json | undefined) ?? {}) };
+    const documented = tokenServerOperation((route as Json | undefined)?.method, url);
+    const out: Json = documented ?? { ...((schema as Json | undefined) ?? {}) };
     const tag = findAuthTag(route as Json);
     if (out.security === undefined) out.security = tag ? securityFor(tag) : [];
     if (TOKEN_SERVER_PATHS.test(url) && config.authUrl !== config.publicUrl && out.servers === undefined) {
@@ -108,13 +115,15 @@ const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
 });
 
 /**
- * Over the generated document: every secured operation documents its 401 and 429 and the rate-limit
+ * Over the generated document: every secured REST operation documents its 401 and 429 and the rate-limit
  * headers of each response it gives once the caller is known, and every inline copy of the error
  * body becomes a reference to the one ErrorBody component.
  */
 export function finishDocument(doc: Json): Json {
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
-  for (const item of Object.values(paths)) {
+  for (const [path, item] of Object.entries(paths)) {
+    // The token server has its own error body, client authentication and failure limits.
+    if (TOKEN_SERVER_PATHS.test(path)) continue;
     for (const operation of Object.values(item)) {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
       const responses = operation.responses as Record<string, Json>;
