@@ -1,12 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES } from '../../../src/auth/scopes.js';
 import { UpdateUserBody } from '../../../src/http/rest/users/schemas.js';
 import { type RouteModule, ROUTE_MODULES } from '../../../src/http/routes.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { basic, codeFlowTokens, form, userWithPassword } from '../oauth/support.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -42,6 +45,31 @@ function collectRefs(node: unknown, out: string[] = []): string[] {
   }
   return out;
 }
+
+/** A component schema with every `#/components/schemas/...` reference inlined, for Ajv. */
+function inlined(doc: Json, node: unknown): unknown {
+  if (Array.isArray(node)) return node.map((n) => inlined(doc, n));
+  if (!node || typeof node !== 'object') return node;
+  const { $ref, ...rest } = node as Json;
+  if (typeof $ref === 'string') return inlined(doc, resolvePointer(doc, $ref));
+  return Object.fromEntries(
+    Object.entries(rest)
+      .filter(([k]) => k !== 'discriminator')
+      .map(([k, v]) => [k, k === 'mapping' ? v : inlined(doc, v)]),
+  );
+}
+
+const TOKEN_SERVER_ROUTES = [
+  'POST /oauth/token',
+  'POST /oauth/token/refresh',
+  'POST /oauth/introspect',
+  'GET /.well-known/jwks.json',
+  'GET /.well-known/oauth-authorization-server',
+  'GET /authorize',
+  'POST /authorize',
+];
+
+const isTokenServer = (op: Json) => ((op.tags ?? []) as string[]).includes('oauth');
 
 function operations(doc: Json): Array<{ path: string; method: string; op: Json }> {
   return Object.entries(doc.paths as Json).flatMap(([path, item]) =>
@@ -138,8 +166,9 @@ describe('OpenAPI document and docs pages', () => {
   });
 
   it('documents 401, 429 and the rate-limit headers on every secured operation', () => {
-    const secured = operations(doc).filter(({ op }) =>
-      (op.security ?? []).some((r: Json) => Object.keys(r).length > 0),
+    // The REST rate limit; the token server has its own failure budgets (tested below).
+    const secured = operations(doc).filter(
+      ({ op }) => !isTokenServer(op) && (op.security ?? []).some((r: Json) => Object.keys(r).length > 0),
     );
     expect(secured.length).toBeGreaterThan(5);
     for (const { path, method, op } of secured) {
@@ -185,6 +214,266 @@ describe('OpenAPI document and docs pages', () => {
       'HIT',
       'MISS',
     ]);
+  });
+
+  it('says what the service serves: REST APIs and the token server, no GraphQL or gRPC yet', () => {
+    expect(doc.info.description).toMatch(/REST APIs/);
+    expect(doc.info.description).toMatch(/OAuth 2\.1 token server/);
+    expect(doc.info.description).not.toMatch(/GraphQL|gRPC/);
+    expect(doc.tags).toContainEqual(expect.objectContaining({ name: 'oauth' }));
+  });
+
+  describe('the OAuth 2.1 token server', () => {
+    const op = (route: string): Json => {
+      const [method, path] = route.split(' ') as [string, string];
+      return doc.paths[path]?.[method.toLowerCase()];
+    };
+    const schemaOf = (name: string) => {
+      const ajv = new Ajv2020({ strict: false, allErrors: true });
+      addFormats.default(ajv);
+      return ajv.compile(inlined(doc, doc.components.schemas[name]) as Json);
+    };
+    const expectShape = (name: string, body: unknown) => {
+      const validate = schemaOf(name);
+      expect(validate(body), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    };
+    const post = (url: string, payload: string, headers: Record<string, string> = {}) =>
+      atrium.http!.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        payload,
+      });
+
+    it('documents every token-server route with its methods, under the oauth tag at AUTH_URL', () => {
+      const documented = operations(doc).map(({ path, method }) => `${method.toUpperCase()} ${path}`);
+      for (const route of TOKEN_SERVER_ROUTES) {
+        expect(documented, route).toContain(route);
+        const o = op(route);
+        expect(o.tags, route).toEqual(['oauth']);
+        expect(o.summary, route).toEqual(expect.any(String));
+        expect(o.description, route).toEqual(expect.any(String));
+        expect(o.servers, route).toEqual([{ url: AUTH_URL }]);
+        expect(o.responses['200'], route).toBeDefined();
+      }
+      expect(Object.keys(doc.paths['/authorize']).sort()).toEqual(['get', 'post']);
+      expect(doc.paths['/oauth/assets/pages.css']).toBeUndefined();
+      expect(operations(doc).filter(({ op: o }) => isTokenServer(o))).toHaveLength(
+        TOKEN_SERVER_ROUTES.length,
+      );
+    });
+
+    it('stays documentation only: the routes keep no schema that would validate or serialize', () => {
+      for (const route of [...TOKEN_SERVER_ROUTES, 'GET /oauth/assets/pages.css']) {
+        const [method, url] = route.split(' ');
+        const registered = recorded.find((r) => r.url === url && r.method === method);
+        expect(registered, route).toBeDefined();
+        expect(Object.keys(registered!.schema as Json), route).toEqual(['hide']);
+      }
+    });
+
+    it('describes client authentication: HTTP Basic, or none for public clients', () => {
+      expect(doc.components.securitySchemes.clientBasic).toMatchObject({ type: 'http', scheme: 'basic' });
+      for (const route of ['POST /oauth/token', 'POST /oauth/token/refresh']) {
+        expect(op(route).security, route).toEqual([{ clientBasic: [] }, {}]);
+      }
+      expect(op('POST /oauth/introspect').security).toEqual([{ clientBasic: [] }]);
+      for (const route of ['GET /.well-known/jwks.json', 'GET /.well-known/oauth-authorization-server']) {
+        expect(op(route).security, route).toEqual([]);
+      }
+    });
+
+    it('describes the request bodies: one form schema per grant, JSON for the refresh endpoint', () => {
+      const token = op('POST /oauth/token').requestBody.content;
+      expect(Object.keys(token)).toEqual(['application/x-www-form-urlencoded']);
+      const grants = token['application/x-www-form-urlencoded'].schema;
+      expect(grants.discriminator.propertyName).toBe('grant_type');
+      const byGrant = Object.fromEntries(
+        (grants.oneOf as Json[]).map((r) => {
+          const schema = resolvePointer(doc, r.$ref) as Json;
+          return [schema.properties.grant_type.enum?.[0] ?? schema.properties.grant_type.const, schema];
+        }),
+      );
+      expect(Object.keys(byGrant).sort()).toEqual([
+        'authorization_code',
+        'client_credentials',
+        'refresh_token',
+      ]);
+      expect(byGrant.authorization_code!.required).toEqual(
+        expect.arrayContaining(['code', 'redirect_uri', 'code_verifier']),
+      );
+      expect(byGrant.refresh_token!.required).toContain('refresh_token');
+      expect(Object.keys(grants.discriminator.mapping).sort()).toEqual(Object.keys(byGrant).sort());
+
+      const introspect = op('POST /oauth/introspect').requestBody.content;
+      expect(Object.keys(introspect)).toEqual(['application/x-www-form-urlencoded']);
+      expect(
+        (resolvePointer(doc, introspect['application/x-www-form-urlencoded'].schema.$ref) as Json).required,
+      ).toEqual(['token']);
+      const refresh = op('POST /oauth/token/refresh').requestBody.content;
+      expect(Object.keys(refresh)).toEqual(['application/json']);
+      expect((resolvePointer(doc, refresh['application/json'].schema.$ref) as Json).required).toEqual([
+        'refresh_token',
+        'client_id',
+      ]);
+      const login = op('POST /authorize').requestBody.content['application/x-www-form-urlencoded'].schema;
+      const fields = Object.keys((resolvePointer(doc, login.$ref) as Json).properties);
+      for (const f of [
+        'client_id',
+        'redirect_uri',
+        'code_challenge',
+        'username',
+        'password',
+        'consent',
+        'csrf_token',
+      ])
+        expect(fields).toContain(f);
+    });
+
+    it('describes the query parameters of GET /authorize', () => {
+      const params = op('GET /authorize').parameters as Json[];
+      expect(params.every((p) => p.in === 'query')).toBe(true);
+      const required = params.filter((p) => p.required).map((p) => p.name);
+      expect(required.sort()).toEqual(
+        ['client_id', 'code_challenge', 'code_challenge_method', 'redirect_uri', 'response_type'].sort(),
+      );
+      expect(params.map((p) => p.name)).toEqual(expect.arrayContaining(['scope', 'state']));
+      expect(params.find((p) => p.name === 'code_challenge_method')!.schema.enum).toEqual(['S256']);
+    });
+
+    it('describes every error with the RFC 6749 body, and the redirects and pages of /authorize', () => {
+      const errorRef = { $ref: '#/components/schemas/OAuthErrorBody' };
+      for (const route of ['POST /oauth/token', 'POST /oauth/token/refresh', 'POST /oauth/introspect']) {
+        const responses = op(route).responses as Json;
+        for (const status of ['400', '401', '413', '429', '500']) {
+          expect(responses[status]?.content['application/json'].schema, `${route} ${status}`).toEqual(
+            errorRef,
+          );
+        }
+        expect(responses['401'].headers['WWW-Authenticate'], route).toBeDefined();
+        expect(responses['429'].headers['Retry-After'], route).toBeDefined();
+        expect(responses['200'].headers['Cache-Control'].schema.const, route).toBe('no-store');
+        // Not the REST rate limit: no X-RateLimit headers, no REST ErrorBody.
+        expect(JSON.stringify(responses), route).not.toMatch(
+          /X-RateLimit|schemas\/ErrorBody"|RateLimitedBody/,
+        );
+      }
+      expect(
+        op('GET /.well-known/jwks.json').responses['200'].content['application/jwk-set+json'].schema,
+      ).toEqual({ $ref: '#/components/schemas/JsonWebKeySet' });
+      for (const route of ['GET /authorize', 'POST /authorize']) {
+        const responses = op(route).responses as Json;
+        expect(responses['302'].headers.Location, route).toBeDefined();
+        expect(responses['302'].content, route).toBeUndefined();
+        for (const status of ['200', '400', '500'])
+          expect(Object.keys(responses[status].content), `${route} ${status}`).toEqual(['text/html']);
+      }
+      expect(Object.keys(op('POST /authorize').responses).sort()).toEqual(
+        ['200', '302', '400', '403', '429', '500'].sort(),
+      );
+    });
+
+    it('describes the shapes the endpoints really answer', async () => {
+      const metadata = await atrium.http!.inject({
+        method: 'GET',
+        url: '/.well-known/oauth-authorization-server',
+      });
+      expectShape('AuthorizationServerMetadata', metadata.json());
+      const jwks = await atrium.http!.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+      expect(jwks.json().keys.length).toBeGreaterThan(0);
+      expectShape('JsonWebKeySet', jwks.json());
+
+      const service = await atrium.services.oauth.clients.create({ name: 'Docs job', scopes: 'orders:read' });
+      const auth = { authorization: basic(service.client_id, service.client_secret!) };
+      const cc = await post('/oauth/token', form({ grant_type: 'client_credentials' }), auth);
+      expect(cc.statusCode).toBe(200);
+      expectShape('OAuthTokenResponse', cc.json());
+
+      const active = await post('/oauth/introspect', form({ token: cc.json().access_token }), auth);
+      expectShape('OAuthIntrospectionResponse', active.json());
+      expect(active.json().active).toBe(true);
+      const inactive = await post('/oauth/introspect', form({ token: 'nope' }), auth);
+      expect(inactive.json()).toEqual({ active: false });
+      expectShape('OAuthIntrospectionResponse', inactive.json());
+
+      const redirect = 'https://app.example.com/callback';
+      const app = await atrium.services.oauth.clients.create({
+        name: 'Docs app',
+        redirectUris: [redirect],
+        firstParty: true,
+      });
+      const user = await userWithPassword(atrium);
+      const tokens = await codeFlowTokens(
+        atrium,
+        { client_id: app.client_id, client_secret: app.client_secret, redirect_uri: redirect },
+        user,
+      );
+      expectShape('OAuthTokenResponse', tokens);
+      const rotated = await atrium.http!.inject({
+        method: 'POST',
+        url: '/oauth/token/refresh',
+        payload: { refresh_token: tokens.refresh_token, client_id: app.client_id },
+      });
+      expect(rotated.statusCode).toBe(200);
+      expectShape('OAuthRefreshJsonResponse', rotated.json());
+
+      const bad = await post('/oauth/token', 'grant_type=client_credentials&grant_type=x', auth);
+      expectShape('OAuthErrorBody', bad.json());
+    });
+
+    it('keeps the RFC 6749 behaviour: no REST validation errors, no serializer dropping fields', async () => {
+      const malformed = await post('/oauth/token', 'grant_type=client_credentials&grant_type=refresh_token');
+      expect(malformed.statusCode).toBe(400);
+      expect(malformed.json()).toEqual({ error: 'invalid_request', error_description: expect.any(String) });
+      expect(malformed.headers['cache-control']).toBe('no-store');
+
+      const noGrant = await post('/oauth/token', 'scope=orders:read');
+      expect(noGrant.json()).toMatchObject({ error: 'invalid_request' });
+      const asJson = await atrium.http!.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        payload: { grant_type: 7 },
+      });
+      expect(asJson.statusCode).toBe(400);
+      expect(asJson.json()).toMatchObject({ error: 'invalid_request' });
+      const password = await post(
+        '/oauth/token',
+        form({ grant_type: 'password', username: 'a', password: 'b' }),
+      );
+      expect(password.json()).toMatchObject({ error: 'unsupported_grant_type' });
+      const anonymous = await post('/oauth/token', form({ grant_type: 'client_credentials' }));
+      expect(anonymous.statusCode).toBe(401);
+      expect(anonymous.json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+
+      const refresh = await atrium.http!.inject({
+        method: 'POST',
+        url: '/oauth/token/refresh',
+        payload: [1],
+      });
+      expect(refresh.statusCode).toBe(400);
+      expect(refresh.json()).toEqual({ error: 'invalid_request', error_description: expect.any(String) });
+      const noToken = await atrium.http!.inject({
+        method: 'POST',
+        url: '/oauth/token/refresh',
+        payload: { refresh_token: 5, client_id: 'x', extra: true },
+      });
+      expect(noToken.json()).toMatchObject({ error: 'invalid_request' });
+
+      const introspect = await post('/oauth/introspect', 'token=a&token=b');
+      expect(introspect.statusCode).toBe(401);
+      expect(introspect.json()).toMatchObject({ error: 'invalid_client' });
+
+      for (const res of [malformed, noGrant, asJson, anonymous, refresh, noToken, introspect]) {
+        expect(res.body).not.toMatch(/validation_error|request_id/);
+      }
+
+      const page = await atrium.http!.inject({ method: 'GET', url: '/authorize?client_id=unknown' });
+      expect(page.statusCode).toBe(400);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      const login = await post('/authorize', 'client_id=unknown&client_id=again');
+      expect(login.statusCode).toBe(400);
+      expect(login.headers['content-type']).toMatch(/^text\/html/);
+    });
   });
 
   it('serves Swagger UI at /docs from local assets only', async () => {
