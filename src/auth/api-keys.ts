@@ -4,9 +4,28 @@ import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
 import { DomainError, notFound, Problems } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { fixedQuery } from '../store/fixed-query.js';
 import type { KeyMode, Tier } from '../store/types.js';
 import type { Principal } from './principal.js';
+
 import { scopesForRole } from './scopes.js';
+
+/** The one read behind every API-key request: compiled once, run with the hash. */
+const keyByHash = fixedQuery((db, hash: string) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.user_id')
+    .select([
+      'api_keys.id as key_id',
+      'api_keys.tier',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'users.id as user_id',
+      'users.role',
+      'users.deleted_at',
+    ])
+    .where('api_keys.key_hash', '=', hash),
+);
 
 /**
  * API keys look like `atr_live_<32 hex>_<6 hex checksum>`. The checksum lets a mistyped key be
@@ -106,20 +125,7 @@ export class ApiKeyService {
     // Hash before the shape check so a malformed key costs about what a well-formed unknown one does.
     const hash = sha256(key);
     if (!looksLikeApiKey(key)) throw invalidKey();
-    const row = await this.deps.store.db
-      .selectFrom('api_keys')
-      .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select([
-        'api_keys.id as key_id',
-        'api_keys.tier',
-        'api_keys.revoked_at',
-        'api_keys.last_used_at',
-        'users.id as user_id',
-        'users.role',
-        'users.deleted_at',
-      ])
-      .where('api_keys.key_hash', '=', hash)
-      .executeTakeFirst();
+    const [row] = await keyByHash(this.deps.store.db, this.deps.store.dialect, hash);
     if (!row || row.revoked_at !== null || row.deleted_at !== null) throw invalidKey();
     this.touch(row.key_id, row.last_used_at);
     return {
