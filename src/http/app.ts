@@ -50,7 +50,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
   );
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -60,6 +60,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       },
       'request',
     );
+    done();
   });
   registerHealth(app, options.readiness, options.isDraining);
   registerMetrics(app, options.store);

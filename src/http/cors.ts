@@ -36,17 +36,20 @@ export async function registerCors(app: FastifyInstance, allowedOrigins: readonl
     origin !== undefined && allowed.has(origin);
 
   // A preflight from an origin not on the list gets a clear refusal instead of a bare 404.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'OPTIONS') return;
+  // Callback style so the requests it does not concern (all but OPTIONS) pay no promise for it.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method !== 'OPTIONS') return done();
     const origin = request.headers.origin;
-    if (origin === undefined || request.headers['access-control-request-method'] === undefined) return;
-    if (isAllowed(origin)) return;
+    if (origin === undefined || request.headers['access-control-request-method'] === undefined) return done();
+    if (isAllowed(origin)) return done();
     reply.header('vary', 'Origin');
-    return sendError(
+    sendError(
       request,
       reply,
       new DomainError('forbidden', `Cross-origin requests from ${origin} are not allowed.`),
     );
+    // Like the async hook resolving after the refusal: Fastify runs no later step for a sent reply.
+    done();
   });
 
   await app.register(cors, {

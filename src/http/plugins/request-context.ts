@@ -7,11 +7,30 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
+const ID_BYTES = 12;
+const POOL_IDS = 256;
+let pool = '';
+let poolNext = POOL_IDS;
+
+/**
+ * 12 random bytes as hex, taken from a batch: one CSPRNG call per 256 ids instead of one per
+ * request (the call, not the bytes, was the cost: about 2 % of a GET's CPU). Each id is still
+ * 12 fresh random bytes, never reused.
+ */
+function randomHex(): string {
+  if (poolNext === POOL_IDS) {
+    pool = randomBytes(ID_BYTES * POOL_IDS).toString('hex');
+    poolNext = 0;
+  }
+  const start = poolNext++ * ID_BYTES * 2;
+  return pool.slice(start, start + ID_BYTES * 2);
+}
+
 /** Request ids: a well-formed client X-Request-Id is kept, otherwise a fresh one is made. */
 export function genRequestId(req: { headers: Record<string, string | string[] | undefined> }): string {
   const given = req.headers['x-request-id'];
   if (typeof given === 'string' && CLIENT_REQUEST_ID.test(given)) return given;
-  return `req_${randomBytes(12).toString('hex')}`;
+  return `req_${randomHex()}`;
 }
 
 export const SECURITY_HEADERS = {
@@ -33,10 +52,12 @@ declare module 'fastify' {
 export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   const timers = new WeakMap<object, NodeJS.Timeout>();
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks throughout: the same steps without a promise and a microtask per hook on
+  // every request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.headers(SECURITY_HEADERS);
-    if (request.routeOptions.config?.noTimeout) return;
+    if (request.routeOptions.config?.noTimeout) return done();
     const timer = setTimeout(() => {
       if (reply.sent || reply.raw.headersSent) return;
       sendError(
@@ -47,21 +68,25 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
     }, timeoutMs);
     timer.unref();
     timers.set(request, timer);
+    done();
   });
 
   // No resource id holds a control character; such a path names nothing, on every engine alike.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const params = request.params as Record<string, unknown> | undefined;
-    if (!params) return;
-    for (const value of Object.values(params)) {
-      if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) {
-        throw new DomainError('not_found', 'No such resource.');
+    if (params) {
+      for (const value of Object.values(params)) {
+        if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) {
+          return done(new DomainError('not_found', 'No such resource.'));
+        }
       }
     }
+    done();
   });
 
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     const timer = timers.get(request);
     if (timer) clearTimeout(timer);
+    done();
   });
 }

@@ -24,16 +24,17 @@ const URI_SAFE = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
  */
 export function registerV1Deprecation(app: FastifyInstance, sunset: Date): void {
   const sunsetHeader = sunset.toUTCString();
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Callback style: no promise and microtask on every response, v2 included.
+  app.addHook('onSend', (request, reply, payload, done) => {
     const path = request.url.split('?', 1)[0]!;
-    if (path !== V1_PREFIX && !path.startsWith(`${V1_PREFIX}/`)) return payload;
+    if (path !== V1_PREFIX && !path.startsWith(`${V1_PREFIX}/`)) return done(null, payload);
     const successor = `/api/v2${path.slice(V1_PREFIX.length)}`.replace(URI_SAFE, (c) =>
       encodeURIComponent(c),
     );
     reply.header('deprecation', 'true');
     reply.header('sunset', sunsetHeader);
     reply.header('link', `<${successor}>; rel="successor-version"`);
-    return payload;
+    done(null, payload);
   });
 }
 
