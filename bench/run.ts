@@ -44,6 +44,12 @@ function startChild(
       const m = ready.exec(out);
       if (m) {
         clearTimeout(timer);
+        // From here on the output (one access line per request) is drained and dropped, as a log
+        // shipper would take it. Accumulating and re-scanning it cost this process more CPU with
+        // every request and took it from the server and autocannon on the same cores.
+        child.stdout!.off('data', onData).on('data', () => undefined);
+        child.stderr!.off('data', onData).on('data', () => undefined);
+        out = '';
         resolve({ child, url: m[1]! });
       }
     };
@@ -53,7 +59,11 @@ function startChild(
   });
 }
 
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
+
 async function load(name: string, opts: autocannon.Options): Promise<Figure> {
+  // Unmeasured warm-up first, so the JIT has compiled the path before the figures are taken.
+  if (WARMUP > 0) await autocannon({ duration: WARMUP, connections: CONNECTIONS, ...opts });
   const result = await autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts });
   return {
     name,
