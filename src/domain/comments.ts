@@ -6,15 +6,8 @@ import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { notFound, Problems } from './errors.js';
 import { newId } from './ids.js';
-import {
-  checkFirst,
-  type Connection,
-  firstPages,
-  type KeyBound,
-  type Order,
-  type PageArgs,
-  paginate,
-} from './posts-connection.js';
+import { ChildList } from './child-lists.js';
+import type { Connection, PageArgs } from './connection.js';
 import { assertAuthorExists, assertMayWriteAs, checkContent, checkId } from './posts-rules.js';
 
 export const COMMENTS_PAGE_SIZE = 10;
@@ -39,8 +32,13 @@ export interface AddCommentInput {
  * `Post.comments` reads as a conversation: oldest first (id ascending), so a page of new comments
  * pushed by the `commentAdded` subscription belongs after the last page a client holds.
  */
-const COMMENT_ORDER: Order = 'asc';
-const commentsScope = (postId: string) => `comments:${postId}`;
+const commentsByPost = new ChildList({
+  table: 'comments',
+  parent: 'post_id',
+  order: 'asc',
+  defaultSize: COMMENTS_PAGE_SIZE,
+  scope: (postId) => `comments:${postId}`,
+});
 
 export class CommentService {
   constructor(private readonly deps: CoreDeps) {}
@@ -102,74 +100,23 @@ export class CommentService {
 
   /** `Post.comments`: one post's comments, oldest first, 10 by default. */
   listByPost(postId: string, args: PageArgs = {}): Promise<Connection<Comment>> {
-    return paginate(
-      this.deps.cursors,
-      {
-        scope: commentsScope(postId),
-        order: COMMENT_ORDER,
-        defaultSize: COMMENTS_PAGE_SIZE,
-        fetch: (bounds, order, limit) => this.fetch(postId, bounds, order, limit),
-        count: async () => (await this.countByPosts([postId])).get(postId) ?? 0,
-      },
-      args,
-      toComment,
-    );
+    return commentsByPost.page(this.deps.cursors, this.deps.store.db, postId, args, toComment);
   }
 
   /**
    * First pages of `Post.comments` for many posts in two queries (a data loader's batch); the
    * cursors continue with `listByPost`.
    */
-  async firstPagesByPosts(
+  firstPagesByPosts(
     postIds: readonly string[],
     first?: number | null,
   ): Promise<Map<string, Connection<Comment>>> {
-    const size = checkFirst(first, COMMENTS_PAGE_SIZE);
-    const ids = [...new Set(postIds)];
-    if (ids.length === 0) return new Map();
-    const [rows, counts] = await Promise.all([
-      this.deps.store.db
-        .selectFrom((eb) =>
-          eb
-            .selectFrom('comments')
-            .selectAll()
-            .select((e) =>
-              e.fn
-                .agg<number>('row_number', [])
-                .over((ob) => ob.partitionBy('post_id').orderBy('id', COMMENT_ORDER))
-                .as('rn'),
-            )
-            .where('post_id', 'in', ids)
-            .as('ranked'),
-        )
-        .selectAll()
-        .where('rn', '<=', size + 1)
-        .orderBy('post_id')
-        .orderBy('id', COMMENT_ORDER)
-        .execute(),
-      this.countByPosts(ids),
-    ]);
-    return firstPages(this.deps.cursors, ids, rows, (r) => r.post_id, counts, size, commentsScope, toComment);
+    return commentsByPost.firstPages(this.deps.cursors, this.deps.store.db, postIds, first, toComment);
   }
 
   /** Comment counts of many posts; every asked id is in the map (no comments: 0). */
-  async countByPosts(postIds: readonly string[]): Promise<Map<string, number>> {
-    const out = new Map<string, number>(postIds.map((id) => [id, 0]));
-    if (postIds.length === 0) return out;
-    const rows = await this.deps.store.db
-      .selectFrom('comments')
-      .select((eb) => ['post_id', eb.fn.countAll<number>().as('n')])
-      .where('post_id', 'in', [...new Set(postIds)])
-      .groupBy('post_id')
-      .execute();
-    for (const r of rows) out.set(r.post_id, Number(r.n));
-    return out;
-  }
-
-  private fetch(postId: string, bounds: KeyBound[], order: Order, limit: number) {
-    let q = this.deps.store.db.selectFrom('comments').selectAll().where('post_id', '=', postId);
-    for (const b of bounds) q = q.where('id', b.op, b.id);
-    return q.orderBy('id', order).limit(limit).execute();
+  countByPosts(postIds: readonly string[]): Promise<Map<string, number>> {
+    return commentsByPost.countBy(this.deps.store.db, postIds);
   }
 }
 

@@ -6,15 +6,8 @@ import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { notFound, Problems } from './errors.js';
 import { newId } from './ids.js';
-import {
-  checkFirst,
-  type Connection,
-  firstPages,
-  type KeyBound,
-  type Order,
-  type PageArgs,
-  paginate,
-} from './posts-connection.js';
+import { ChildList } from './child-lists.js';
+import { type Connection, type PageArgs, paginate } from './connection.js';
 import {
   assertAuthorExists,
   assertMayChange,
@@ -59,7 +52,13 @@ export interface UpdatePostInput {
 }
 
 const POSTS_SCOPE = 'posts';
-const authorScope = (authorId: string) => `posts:author:${authorId}`;
+const postsByAuthor = new ChildList({
+  table: 'posts',
+  parent: 'author_id',
+  order: 'desc',
+  defaultSize: POSTS_PAGE_SIZE,
+  scope: (authorId) => `posts:author:${authorId}`,
+});
 
 /**
  * Posts: writing (author or admin), reading one or many (for data loaders), and cursor
@@ -183,14 +182,21 @@ export class PostService {
 
   /** `Query.posts`: every post, newest first (id descending). */
   list(args: PageArgs = {}): Promise<Connection<Post>> {
+    const db = this.deps.store.db;
     return paginate(
       this.deps.cursors,
       {
         scope: POSTS_SCOPE,
         order: 'desc',
         defaultSize: POSTS_PAGE_SIZE,
-        fetch: (bounds, order, limit) => this.fetch(undefined, bounds, order, limit),
-        count: () => this.count(undefined),
+        fetch: (bounds, order, limit) => postsByAuthor.fetch(db, undefined, bounds, order, limit),
+        count: async () => {
+          const row = await db
+            .selectFrom('posts')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow();
+          return Number(row.n);
+        },
       },
       args,
       toPost,
@@ -199,82 +205,22 @@ export class PostService {
 
   /** `User.posts`: one author's posts, newest first. */
   listByAuthor(authorId: string, args: PageArgs = {}): Promise<Connection<Post>> {
-    return paginate(
-      this.deps.cursors,
-      {
-        scope: authorScope(authorId),
-        order: 'desc',
-        defaultSize: POSTS_PAGE_SIZE,
-        fetch: (bounds, order, limit) => this.fetch(authorId, bounds, order, limit),
-        count: () => this.count(authorId),
-      },
-      args,
-      toPost,
-    );
+    return postsByAuthor.page(this.deps.cursors, this.deps.store.db, authorId, args, toPost);
   }
 
   /**
    * First pages of `User.posts` for many authors in two queries (a data loader's batch); the
    * cursors continue with `listByAuthor`.
    */
-  async firstPagesByAuthors(
+  firstPagesByAuthors(
     authorIds: readonly string[],
     first?: number | null,
   ): Promise<Map<string, Connection<Post>>> {
-    const size = checkFirst(first, POSTS_PAGE_SIZE);
-    const ids = [...new Set(authorIds)];
-    if (ids.length === 0) return new Map();
-    const db = this.deps.store.db;
-    const [rows, counts] = await Promise.all([
-      db
-        .selectFrom((eb) =>
-          eb
-            .selectFrom('posts')
-            .selectAll()
-            .select((e) =>
-              e.fn
-                .agg<number>('row_number', [])
-                .over((ob) => ob.partitionBy('author_id').orderBy('id', 'desc'))
-                .as('rn'),
-            )
-            .where('author_id', 'in', ids)
-            .as('ranked'),
-        )
-        .selectAll()
-        .where('rn', '<=', size + 1)
-        .orderBy('author_id')
-        .orderBy('id', 'desc')
-        .execute(),
-      this.countByAuthors(ids),
-    ]);
-    return firstPages(this.deps.cursors, ids, rows, (r) => r.author_id, counts, size, authorScope, toPost);
+    return postsByAuthor.firstPages(this.deps.cursors, this.deps.store.db, authorIds, first, toPost);
   }
 
-  async countByAuthors(authorIds: readonly string[]): Promise<Map<string, number>> {
-    const out = new Map<string, number>(authorIds.map((id) => [id, 0]));
-    if (authorIds.length === 0) return out;
-    const rows = await this.deps.store.db
-      .selectFrom('posts')
-      .select((eb) => ['author_id', eb.fn.countAll<number>().as('n')])
-      .where('author_id', 'in', [...new Set(authorIds)])
-      .groupBy('author_id')
-      .execute();
-    for (const r of rows) out.set(r.author_id, Number(r.n));
-    return out;
-  }
-
-  private fetch(authorId: string | undefined, bounds: KeyBound[], order: Order, limit: number) {
-    let q = this.deps.store.db.selectFrom('posts').selectAll();
-    if (authorId !== undefined) q = q.where('author_id', '=', authorId);
-    for (const b of bounds) q = q.where('id', b.op, b.id);
-    return q.orderBy('id', order).limit(limit).execute();
-  }
-
-  private async count(authorId: string | undefined): Promise<number> {
-    let q = this.deps.store.db.selectFrom('posts').select((eb) => eb.fn.countAll<number>().as('n'));
-    if (authorId !== undefined) q = q.where('author_id', '=', authorId);
-    const row = await q.executeTakeFirstOrThrow();
-    return Number(row.n);
+  countByAuthors(authorIds: readonly string[]): Promise<Map<string, number>> {
+    return postsByAuthor.countBy(this.deps.store.db, authorIds);
   }
 }
 

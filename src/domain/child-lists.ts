@@ -1,0 +1,134 @@
+import type { Kysely } from 'kysely';
+import type { Db } from '../store/store.js';
+import type { CommentRow, PostRow } from '../store/types.js';
+import type { CursorCodec } from './cursor.js';
+import {
+  checkFirst,
+  type Connection,
+  firstPages,
+  type KeyBound,
+  type Order,
+  type PageArgs,
+  paginate,
+} from './connection.js';
+
+/** The lists paged under a parent row: a post's comments, an author's posts. */
+interface Children {
+  comments: { parent: 'post_id'; row: CommentRow };
+  posts: { parent: 'author_id'; row: PostRow };
+}
+
+/**
+ * The queries only name `id`, `created_at` and the parent column, so one untyped view of the
+ * table serves both lists; the rows are handed back as the table's own.
+ */
+type Loose = Kysely<Record<string, Record<string, unknown>>>;
+
+export interface ChildListSpec<T extends keyof Children> {
+  table: T;
+  parent: Children[T]['parent'];
+  order: Order;
+  defaultSize: number;
+  scope: (parentId: string) => string;
+}
+
+/**
+ * One list under a parent, paged by `paginate` one parent at a time and in batches of first pages
+ * (data loaders), so posts and comments follow the same paging rules and the same two queries.
+ */
+export class ChildList<T extends keyof Children> {
+  constructor(readonly spec: ChildListSpec<T>) {}
+
+  /** Rows within every bound in `order`; `parentId` undefined reads the whole table. */
+  async fetch(
+    db: Db,
+    parentId: string | undefined,
+    bounds: KeyBound[],
+    order: Order,
+    limit: number,
+  ): Promise<Children[T]['row'][]> {
+    const { table, parent }: { table: string; parent: string } = this.spec;
+    let q = (db as unknown as Loose).selectFrom(table).selectAll();
+    if (parentId !== undefined) q = q.where(parent, '=', parentId);
+    for (const b of bounds) q = q.where('id', b.op, b.id);
+    return (await q.orderBy('id', order).limit(limit).execute()) as unknown as Children[T]['row'][];
+  }
+
+  /** Counts per parent; every asked id is in the map (none: 0). */
+  async countBy(db: Db, parentIds: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>(parentIds.map((id) => [id, 0]));
+    if (parentIds.length === 0) return out;
+    const { table, parent }: { table: string; parent: string } = this.spec;
+    const rows = await (db as unknown as Loose)
+      .selectFrom(table)
+      .select((eb) => [parent, eb.fn.countAll<number>().as('n')])
+      .where(parent, 'in', [...new Set(parentIds)])
+      .groupBy(parent)
+      .execute();
+    for (const r of rows) out.set(String(r[parent]), Number(r.n));
+    return out;
+  }
+
+  page<N>(
+    cursors: CursorCodec,
+    db: Db,
+    parentId: string,
+    args: PageArgs,
+    toNode: (row: Children[T]['row']) => N,
+  ): Promise<Connection<N>> {
+    return paginate(
+      cursors,
+      {
+        scope: this.spec.scope(parentId),
+        order: this.spec.order,
+        defaultSize: this.spec.defaultSize,
+        fetch: (bounds, order, limit) => this.fetch(db, parentId, bounds, order, limit),
+        count: async () => (await this.countBy(db, [parentId])).get(parentId) ?? 0,
+      },
+      args,
+      toNode,
+    );
+  }
+
+  /**
+   * First pages for many parents in two queries (a data loader's batch); the cursors continue with
+   * `page`.
+   */
+  async firstPages<N>(
+    cursors: CursorCodec,
+    db: Db,
+    parentIds: readonly string[],
+    first: number | null | undefined,
+    toNode: (row: Children[T]['row']) => N,
+  ): Promise<Map<string, Connection<N>>> {
+    const { order, defaultSize, scope } = this.spec;
+    const { table, parent }: { table: string; parent: string } = this.spec;
+    const size = checkFirst(first, defaultSize);
+    const ids = [...new Set(parentIds)];
+    if (ids.length === 0) return new Map();
+    const [rows, counts] = await Promise.all([
+      (db as unknown as Loose)
+        .selectFrom((eb) =>
+          eb
+            .selectFrom(table)
+            .selectAll()
+            .select((e) =>
+              e.fn
+                .agg<number>('row_number', [])
+                .over((ob) => ob.partitionBy(parent).orderBy('id', order))
+                .as('rn'),
+            )
+            .where(parent, 'in', ids)
+            .as('ranked'),
+        )
+        .selectAll()
+        .where('rn', '<=', size + 1)
+        .orderBy(parent)
+        .orderBy('id', order)
+        .execute() as unknown as Promise<Children[T]['row'][]>,
+      this.countBy(db, ids),
+    ]);
+    const parentOf = (row: Children[T]['row']) => String((row as Record<string, unknown>)[parent]);
+    return firstPages(cursors, ids, rows, parentOf, counts, size, scope, toNode);
+  }
+}
