@@ -1,17 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/domain/actor.js';
-import { DomainError } from '../../src/domain/errors.js';
 import type { Post } from '../../src/domain/posts.js';
-import { startCore, type TestCore } from './support/core.js';
-
-async function rejection(p: Promise<unknown>): Promise<DomainError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DomainError);
-  return err as DomainError;
-}
+import { rejection, startCore, type TestCore } from './support/core.js';
 
 describe('PostService', () => {
   let t: TestCore;

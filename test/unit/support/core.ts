@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import type { Actor } from '../../../src/domain/actor.js';
 import type { Clock } from '../../../src/domain/clock.js';
 import type { CoreDeps } from '../../../src/domain/context.js';
 import { type Core, createCore } from '../../../src/domain/core.js';
 import { CursorCodec } from '../../../src/domain/cursor.js';
+import { DomainError } from '../../../src/domain/errors.js';
 import type { User } from '../../../src/domain/users.js';
 import { DomainBus, type DomainSignal } from '../../../src/events/bus.js';
 import { openStore, type Store } from '../../../src/store/store.js';
@@ -75,4 +77,14 @@ export async function startCore(): Promise<TestCore> {
       await database.drop();
     },
   };
+}
+
+/** The DomainError a promise rejects with; anything else (or no rejection) fails the test. */
+export async function rejection(p: Promise<unknown>): Promise<DomainError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DomainError);
+  return err as DomainError;
 }
