@@ -1,8 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, form, startOAuthServer, type OAuthTestServer } from './support.js';
-
-const insecure = { [oauth.allowInsecureRequests]: true };
+import { basic, discover, form, insecure, startOAuthServer, type OAuthTestServer } from './support.js';
 
 describe('client credentials through an independent OAuth client', () => {
   let server: OAuthTestServer;
@@ -11,11 +9,7 @@ describe('client credentials through an independent OAuth client', () => {
 
   beforeAll(async () => {
     server = await startOAuthServer();
-    const issuer = new URL(server.url);
-    as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
+    as = await discover(server);
     const created = await server.atrium.services.oauth.clients.create({
       name: 'Reporting job',
       scopes: 'profile:read data:export orders:read',

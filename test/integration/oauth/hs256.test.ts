@@ -4,6 +4,7 @@ import { forge, hmacSigner, rsaSigner, strangerKey, unsigned } from './forge.js'
 import {
   basic,
   codeFlowTokens,
+  firstPartyApp,
   form,
   HS256_ENV,
   startOAuthServer,
@@ -21,12 +22,7 @@ describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
 
   beforeAll(async () => {
     server = await startOAuthServer(HS256_ENV);
-    const c = await server.atrium.services.oauth.clients.create({
-      name: 'App',
-      redirectUris: [REDIRECT],
-      firstParty: true,
-    });
-    client = { client_id: c.client_id, client_secret: c.client_secret!, redirect_uri: REDIRECT };
+    client = await firstPartyApp(server, REDIRECT);
     user = await userWithPassword(server.atrium);
   });
   afterAll(async () => {

@@ -3,13 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   basic,
   codeFlowTokens,
+  discover,
+  firstPartyApp,
   form,
+  insecure,
   startOAuthServer,
   userWithPassword,
   type OAuthTestServer,
 } from './support.js';
 
-const insecure = { [oauth.allowInsecureRequests]: true };
 const REDIRECT = 'https://app.example.com/cb';
 
 describe('token introspection (RFC 7662)', () => {
@@ -21,16 +23,11 @@ describe('token introspection (RFC 7662)', () => {
 
   beforeAll(async () => {
     server = await startOAuthServer();
-    const issuer = new URL(server.url);
-    as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
+    as = await discover(server);
     const clients = server.atrium.services.oauth.clients;
     const rs = await clients.create({ name: 'Resource server', scopes: 'profile:read' });
     resourceServer = { client_id: rs.client_id, client_secret: rs.client_secret! };
-    const a = await clients.create({ name: 'App', redirectUris: [REDIRECT], firstParty: true });
-    app = { client_id: a.client_id, client_secret: a.client_secret!, redirect_uri: REDIRECT };
+    app = await firstPartyApp(server, REDIRECT);
     user = await userWithPassword(server.atrium);
   });
   afterAll(async () => {

@@ -4,15 +4,16 @@ import {
   authorizeThroughForm,
   basic,
   cookieFrom,
+  discover,
   form,
   hiddenFields,
+  insecure,
   pkce,
   startOAuthServer,
   userWithPassword,
   type OAuthTestServer,
 } from './support.js';
 
-const insecure = { [oauth.allowInsecureRequests]: true };
 const REDIRECT = 'https://app.example.com/callback';
 
 describe('authorization code with PKCE', () => {
@@ -24,11 +25,7 @@ describe('authorization code with PKCE', () => {
 
   beforeAll(async () => {
     server = await startOAuthServer();
-    const issuer = new URL(server.url);
-    as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
+    as = await discover(server);
     const clients = server.atrium.services.oauth.clients;
     const c = await clients.create({ name: 'Web app', redirectUris: [REDIRECT], firstParty: true });
     confidential = { client_id: c.client_id, client_secret: c.client_secret! };

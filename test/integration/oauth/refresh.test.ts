@@ -3,13 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   basic,
   codeFlowTokens,
+  discover,
+  firstPartyApp,
   form,
+  insecure,
   startOAuthServer,
   userWithPassword,
   type OAuthTestServer,
 } from './support.js';
 
-const insecure = { [oauth.allowInsecureRequests]: true };
 const REDIRECT = 'https://app.example.com/cb';
 
 /** A clock the test can move: refresh tokens live 30 days. */
@@ -28,17 +30,8 @@ describe('refresh-token rotation', () => {
 
   beforeAll(async () => {
     server = await startOAuthServer({}, clock);
-    const issuer = new URL(server.url);
-    as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
-    const c = await server.atrium.services.oauth.clients.create({
-      name: 'App',
-      redirectUris: [REDIRECT],
-      firstParty: true,
-    });
-    client = { client_id: c.client_id, client_secret: c.client_secret!, redirect_uri: REDIRECT };
+    as = await discover(server);
+    client = await firstPartyApp(server, REDIRECT);
     user = await userWithPassword(server.atrium);
   });
   afterAll(async () => {

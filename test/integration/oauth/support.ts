@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import * as oauth from 'oauth4webapi';
 import type { Clock } from '../../../src/domain/clock.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 
@@ -36,6 +37,31 @@ export async function startOAuthServer(
   await atrium.listen();
   const url = `http://127.0.0.1:${port}`;
   return { atrium, url, stop: () => atrium.stop() };
+}
+
+/** The test server speaks plain http, which oauth4webapi refuses unless told. */
+export const insecure = { [oauth.allowInsecureRequests]: true };
+
+/** The server's RFC 8414 metadata, read as an independent client library reads it. */
+export async function discover(server: OAuthTestServer): Promise<oauth.AuthorizationServer> {
+  const issuer = new URL(server.url);
+  return oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+  );
+}
+
+/** A confidential first-party client (no consent page) with one redirect URI. */
+export async function firstPartyApp(
+  server: OAuthTestServer,
+  redirect: string,
+): Promise<{ client_id: string; client_secret: string; redirect_uri: string }> {
+  const c = await server.atrium.services.oauth.clients.create({
+    name: 'App',
+    redirectUris: [redirect],
+    firstParty: true,
+  });
+  return { client_id: c.client_id, client_secret: c.client_secret!, redirect_uri: redirect };
 }
 
 export const HS256_ENV = {
