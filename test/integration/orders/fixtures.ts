@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import type { TestAtrium } from '../../helpers/atrium.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 
 /** Shared set-up for the order API tests: a small catalogue, coupons and request helpers. */
 export const ADDRESS = {
@@ -90,4 +90,29 @@ export async function advanceTo(
     const res = await request(atrium, 'PATCH', `/api/v2/orders/${id}`, admin, { status: path[i] });
     if (res.statusCode !== 200) throw new Error(`advance failed: ${res.statusCode} ${res.body}`);
   }
+}
+
+/** An Atrium with the catalogue, an order owner and an admin (created in that order). */
+export async function startShop(
+  env: Record<string, string> = {},
+): Promise<{ atrium: TestAtrium; cat: Catalogue; owner: Headers; admin: Headers }> {
+  const atrium = await startTestAtrium(env);
+  const cat = await makeCatalogue(atrium);
+  const owner = (await atrium.caller()).headers;
+  const admin = (await atrium.caller({ role: 'admin' })).headers;
+  return { atrium, cat, owner, admin };
+}
+
+/** The events recorded about one order, oldest first, their data parsed. */
+export async function orderEvents(
+  atrium: TestAtrium,
+  id: string,
+): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  const rows = await atrium.services.store.db
+    .selectFrom('events')
+    .select(['type', 'data'])
+    .where('data', 'like', `%"id":"${id}"%`)
+    .orderBy('id')
+    .execute();
+  return rows.map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> }));
 }

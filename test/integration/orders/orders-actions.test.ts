@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainSignal } from '../../../src/events/bus.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import type { TestAtrium } from '../../helpers/atrium.js';
 import {
   advanceTo,
   type Catalogue,
   createOrder,
   type Headers,
-  makeCatalogue,
   orderBody,
+  orderEvents,
   request,
+  startShop,
 } from './fixtures.js';
 
 describe('order actions: cancel and refund', () => {
@@ -21,21 +22,10 @@ describe('order actions: cancel and refund', () => {
   const act = (id: string, action: 'cancel' | 'refund', headers: Headers = owner) =>
     request(atrium, 'POST', `/api/v2/orders/${id}/${action}`, headers);
   const get = async (id: string) => (await request(atrium, 'GET', `/api/v2/orders/${id}`, owner)).json();
-  const eventTypes = async (id: string) =>
-    (
-      await atrium.services.store.db
-        .selectFrom('events')
-        .select('type')
-        .where('data', 'like', `%"id":"${id}"%`)
-        .orderBy('id')
-        .execute()
-    ).map((e) => e.type);
+  const eventTypes = async (id: string) => (await orderEvents(atrium, id)).map((e) => e.type);
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    cat = await makeCatalogue(atrium);
-    owner = (await atrium.caller()).headers;
-    admin = (await atrium.caller({ role: 'admin' })).headers;
+    ({ atrium, cat, owner, admin } = await startShop());
   });
   afterAll(async () => {
     await atrium.stop();

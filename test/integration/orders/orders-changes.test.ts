@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import type { TestAtrium } from '../../helpers/atrium.js';
 import {
   ADDRESS,
   advanceTo,
   type Catalogue,
   createOrder,
   type Headers,
-  makeCatalogue,
   orderBody,
+  orderEvents,
   request,
+  startShop,
 } from './fixtures.js';
 
 describe('changing orders: PATCH, PUT, DELETE and line items', () => {
@@ -24,21 +25,10 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
   const put = (id: string, body: unknown, headers: Headers = owner) =>
     request(atrium, 'PUT', `/api/v2/orders/${id}`, headers, body);
   const get = async (id: string) => (await request(atrium, 'GET', `/api/v2/orders/${id}`, admin)).json();
-  const eventsFor = async (id: string) =>
-    (
-      await atrium.services.store.db
-        .selectFrom('events')
-        .select(['type', 'data'])
-        .where('data', 'like', `%"id":"${id}"%`)
-        .orderBy('id')
-        .execute()
-    ).map((e) => ({ type: e.type, data: JSON.parse(e.data) }));
+  const eventsFor = (id: string) => orderEvents(atrium, id);
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    cat = await makeCatalogue(atrium);
-    owner = (await atrium.caller()).headers;
-    admin = (await atrium.caller({ role: 'admin' })).headers;
+    ({ atrium, cat, owner, admin } = await startShop());
     stranger = (await atrium.caller()).headers;
   });
   afterAll(async () => {

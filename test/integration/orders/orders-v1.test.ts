@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { advanceTo, type Catalogue, type Headers, makeCatalogue, orderBody, request } from './fixtures.js';
+import { advanceTo, type Catalogue, type Headers, orderBody, request, startShop } from './fixtures.js';
 
 describe('/api/v1 orders: the deprecated version', () => {
   let atrium: TestAtrium;
@@ -17,10 +17,7 @@ describe('/api/v1 orders: the deprecated version', () => {
   };
 
   beforeAll(async () => {
-    atrium = await startTestAtrium({ V1_SUNSET: '2027-01-31' });
-    cat = await makeCatalogue(atrium);
-    owner = (await atrium.caller()).headers;
-    admin = (await atrium.caller({ role: 'admin' })).headers;
+    ({ atrium, cat, owner, admin } = await startShop({ V1_SUNSET: '2027-01-31' }));
   });
   afterAll(async () => {
     await atrium.stop();
