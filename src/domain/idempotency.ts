@@ -158,17 +158,7 @@ export class IdempotencyService {
   private async claim(claim: IdempotencyClaim, now: Date): Promise<boolean> {
     const res = await this.db
       .insertInto('idempotency_records')
-      .values({
-        owner_id: claim.ownerId,
-        idem_key: claim.key,
-        request_hash: claim.fingerprint,
-        state: 'in_progress',
-        response_status: null,
-        response_body: null,
-        response_headers: null,
-        created_at: iso(now),
-        expires_at: iso(new Date(now.getTime() + IDEMPOTENCY_RETENTION_SECONDS * 1000)),
-      })
+      .values({ owner_id: claim.ownerId, idem_key: claim.key, ...claimedRow(claim, now) })
       .onConflict((oc) => oc.columns(['owner_id', 'idem_key']).doNothing())
       .executeTakeFirst();
     return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
@@ -178,15 +168,7 @@ export class IdempotencyService {
   private async takeOver(claim: IdempotencyClaim, previous: string, now: Date): Promise<boolean> {
     const res = await this.db
       .updateTable('idempotency_records')
-      .set({
-        request_hash: claim.fingerprint,
-        state: 'in_progress',
-        response_status: null,
-        response_body: null,
-        response_headers: null,
-        created_at: iso(now),
-        expires_at: iso(new Date(now.getTime() + IDEMPOTENCY_RETENTION_SECONDS * 1000)),
-      })
+      .set(claimedRow(claim, now))
       .where('owner_id', '=', claim.ownerId)
       .where('idem_key', '=', claim.key)
       .where('created_at', '=', previous)
@@ -231,4 +213,17 @@ export class IdempotencyService {
       throw err;
     }
   }
+}
+
+/** A claim starting afresh: a new claim and a take-over must leave the same row behind. */
+function claimedRow(claim: IdempotencyClaim, now: Date) {
+  return {
+    request_hash: claim.fingerprint,
+    state: 'in_progress' as const,
+    response_status: null,
+    response_body: null,
+    response_headers: null,
+    created_at: iso(now),
+    expires_at: iso(new Date(now.getTime() + IDEMPOTENCY_RETENTION_SECONDS * 1000)),
+  };
 }
