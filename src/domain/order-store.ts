@@ -159,20 +159,21 @@ export async function insertItems(
     .execute();
 }
 
+/** The order's own columns that change over its life; creating and saving write the same ones. */
+export function orderColumns(order: Order) {
+  return {
+    currency: order.currency,
+    status: order.status,
+    subtotal_cents: order.subtotalCents,
+    discount_cents: order.discountCents,
+    amount_cents: order.amountCents,
+    coupon_code: order.couponCode,
+    shipping_address: addressColumn(order.shippingAddress),
+    updated_at: order.updatedAt,
+  };
+}
+
 /** Writes the order's own columns (not its items) as they are in `order`. */
 export async function saveOrderColumns(db: Reader, order: Order): Promise<void> {
-  await db
-    .updateTable('orders')
-    .set({
-      currency: order.currency,
-      status: order.status,
-      subtotal_cents: order.subtotalCents,
-      discount_cents: order.discountCents,
-      amount_cents: order.amountCents,
-      coupon_code: order.couponCode,
-      shipping_address: addressColumn(order.shippingAddress),
-      updated_at: order.updatedAt,
-    })
-    .where('id', '=', order.id)
-    .execute();
+  await db.updateTable('orders').set(orderColumns(order)).where('id', '=', order.id).execute();
 }

@@ -28,11 +28,11 @@ import {
   assertRefundable,
 } from './order-state.js';
 import {
-  addressColumn,
   hydrate,
   insertItems,
   isLookupId,
   loadOrder,
+  orderColumns,
   saveOrderColumns,
 } from './order-store.js';
 
@@ -79,19 +79,7 @@ export class OrderService {
     };
     await tx.db
       .insertInto('orders')
-      .values({
-        id: order.id,
-        owner_id: order.ownerId,
-        currency: order.currency,
-        status: order.status,
-        subtotal_cents: order.subtotalCents,
-        discount_cents: order.discountCents,
-        amount_cents: order.amountCents,
-        coupon_code: order.couponCode,
-        shipping_address: addressColumn(order.shippingAddress),
-        created_at: at,
-        updated_at: at,
-      })
+      .values({ id: order.id, owner_id: order.ownerId, created_at: at, ...orderColumns(order) })
       .execute();
     await insertItems(tx.db, order.id, order.items, at);
     await this.announce(tx, order, 'order.created');
