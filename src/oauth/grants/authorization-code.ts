@@ -1,8 +1,7 @@
 import { CodeRejected } from '../codes.js';
 import { InvalidGrant, InvalidRequest, UnauthorizedClient } from '../errors.js';
 import { isValidVerifier } from '../pkce.js';
-import { grantableBy } from '../scope.js';
-import { liveUserRole } from './subject.js';
+import { userTokens } from './subject.js';
 import type { GrantHandler } from './types.js';
 
 /** RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.5) required for every client. */
@@ -27,19 +26,16 @@ export const authorizationCodeGrant: GrantHandler = async ({ oauth, users, reque
     if (err instanceof CodeRejected) throw new InvalidGrant(err.message);
     throw err;
   }
-  const role = await liveUserRole(oauth, users, redeemed.userId, redeemed.familyId, 400);
-  const scope = grantableBy(role, redeemed.scope);
-  const issued = await oauth.tokens.issue({
-    subject: redeemed.userId,
-    clientId: client.id,
-    scope,
-    grantId: redeemed.familyId,
-  });
-  return {
-    access_token: issued.token,
-    token_type: 'Bearer',
-    expires_in: issued.expiresIn,
-    refresh_token: redeemed.refreshToken,
-    scope: scope.join(' '),
-  };
+  return userTokens(
+    oauth,
+    users,
+    {
+      userId: redeemed.userId,
+      familyId: redeemed.familyId,
+      clientId: client.id,
+      scope: redeemed.scope,
+      refreshToken: redeemed.refreshToken,
+    },
+    400,
+  );
 };

@@ -2,9 +2,9 @@ import type { UserService } from '../../domain/users.js';
 import type { OAuthClient } from '../clients.js';
 import { InvalidGrant, UnauthorizedClient } from '../errors.js';
 import { RefreshRejected } from '../refresh.js';
-import { grantableBy, requestedScope } from '../scope.js';
+import { requestedScope } from '../scope.js';
 import type { OAuth } from '../service.js';
-import { liveUserRole } from './subject.js';
+import { userTokens } from './subject.js';
 import type { GrantHandler, TokenResponse } from './types.js';
 
 /**
@@ -32,21 +32,18 @@ export async function rotateRefreshToken(
     if (err instanceof RefreshRejected) throw new InvalidGrant(err.message, 401);
     throw err;
   }
-  const role = await liveUserRole(oauth, users, rotated.subject, rotated.familyId, 401);
-  const scope = grantableBy(role, narrowed ?? rotated.scope);
-  const issued = await oauth.tokens.issue({
-    subject: rotated.subject,
-    clientId: client.id,
-    scope,
-    grantId: rotated.familyId,
-  });
-  return {
-    access_token: issued.token,
-    token_type: 'Bearer',
-    expires_in: issued.expiresIn,
-    refresh_token: rotated.token,
-    scope: scope.join(' '),
-  };
+  return userTokens(
+    oauth,
+    users,
+    {
+      userId: rotated.subject,
+      familyId: rotated.familyId,
+      clientId: client.id,
+      scope: narrowed ?? rotated.scope,
+      refreshToken: rotated.token,
+    },
+    401,
+  );
 }
 
 export const refreshTokenGrant: GrantHandler = async ({ oauth, users, request, params }) => {
