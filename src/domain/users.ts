@@ -286,7 +286,16 @@ export function toUser(row: UserRow): User {
 }
 
 /** The user as webhook payloads and the REST API show it. */
-export function publicUserData(u: User): Record<string, unknown> {
+export type PublicUserData = {
+  id: string;
+  name: string;
+  email: string;
+  role: Role;
+  created_at: string;
+  organization_id: string;
+};
+
+export function publicUserData(u: User): PublicUserData {
   return {
     id: u.id,
     name: u.name,

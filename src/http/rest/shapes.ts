@@ -1,4 +1,4 @@
-import type { User } from '../../domain/users.js';
+import { publicUserData, type User } from '../../domain/users.js';
 
 /** The REST user resource (`/v1/users/{id}`), also printed by `atrium users create`. */
 export interface RestUser {
@@ -13,12 +13,7 @@ export interface RestUser {
 
 export function restUser(u: User): RestUser {
   return {
-    id: u.id,
-    name: u.name,
-    email: u.email,
-    role: u.role,
-    created_at: u.createdAt,
-    organization_id: u.organizationId,
+    ...publicUserData(u),
     _links: {
       self: { href: `/v1/users/${u.id}` },
       organization: { href: `/v1/organizations/${u.organizationId}` },
