@@ -1,9 +1,9 @@
+import { isId } from './ids.js';
 import type { Db } from '../store/store.js';
 import type { Tx } from './context.js';
 import { type Coupon, discountFor } from './coupons.js';
 import { DomainError, Problems } from './errors.js';
 import { fieldAt } from './order-input.js';
-import { isLookupId } from './order-store.js';
 import { MAX_AMOUNT_CENTS, type OrderItemInput } from './order-model.js';
 
 /** A line with its price taken from the catalogue at the moment it was added. */
@@ -28,7 +28,7 @@ export async function priceLines(
   items: readonly OrderItemInput[],
   prefix: (index: number) => string = (i) => `items[${i}]`,
 ): Promise<PricedLine[]> {
-  const ids = [...new Set(items.map((i) => i.productId))].filter(isLookupId);
+  const ids = [...new Set(items.map((i) => i.productId))].filter((id) => isId(id, 'prd'));
   const rows =
     ids.length === 0
       ? []

@@ -1,3 +1,4 @@
+import { isId } from './ids.js';
 import { fixedQuery } from '../store/fixed-query.js';
 import type { Store } from '../store/store.js';
 import type { OrderItemRow, OrderRow } from '../store/types.js';
@@ -6,12 +7,6 @@ import type { Order, OrderItem, ShippingAddress } from './order-model.js';
 
 /** Reading and writing order rows; the service above decides what may change. */
 type Reader = Tx['db'];
-
-/**
- * Whether a client-supplied id can be looked up at all. PostgreSQL refuses text with NUL bytes
- * (a 500 if it reached a query), and no id of ours holds spaces or control characters.
- */
-export const isLookupId = (id: string): boolean => /^[\x21-\x7e]{1,64}$/.test(id);
 
 interface StoredAddress {
   name: string;
@@ -114,7 +109,8 @@ export async function loadOrder(
   id: string,
   lock = false,
 ): Promise<Order | undefined> {
-  if (!isLookupId(id)) return undefined;
+  // A string that is not an order id cannot match a row; PostgreSQL would refuse NUL bytes in it anyway.
+  if (!isId(id, 'ord')) return undefined;
   if (lock && store.dialect === 'postgres') {
     const row = await db.selectFrom('orders').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) return undefined;

@@ -5,7 +5,7 @@ import type { CoreDeps, Tx } from './context.js';
 import { inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, Problems } from './errors.js';
-import { newId } from './ids.js';
+import { isId, newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
 import {
   type CreateOrderInput,
@@ -27,14 +27,7 @@ import {
   assertEditable,
   assertRefundable,
 } from './order-state.js';
-import {
-  hydrate,
-  insertItems,
-  isLookupId,
-  loadOrder,
-  orderColumns,
-  saveOrderColumns,
-} from './order-store.js';
+import { hydrate, insertItems, loadOrder, orderColumns, saveOrderColumns } from './order-store.js';
 
 type OrderEvent = 'order.created' | 'order.updated' | 'order.cancelled' | 'order.refunded';
 
@@ -102,7 +95,7 @@ export class OrderService {
   async listForUser(actor: Actor, userId: string, query: ListOrdersQuery): Promise<OrderPage> {
     if (actor.id !== userId) {
       if (!isAdmin(actor)) throw forbidden('You may list only your own orders.');
-      if (!isLookupId(userId)) throw notFound('User', userId);
+      if (!isId(userId, 'usr')) throw notFound('User', userId);
       const user = await this.deps.store.db
         .selectFrom('users')
         .select('id')

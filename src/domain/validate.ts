@@ -11,6 +11,14 @@ export function checkEmail(value: unknown): string | null {
   return null;
 }
 
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/** Whether text holds a C0 control character or DEL; no id, name or login of ours does. */
+export function hasControlCharacter(value: string): boolean {
+  return CONTROL_CHARACTER.test(value);
+}
+
 export function checkText(value: unknown, min: number, max: number): string | null {
   if (typeof value !== 'string') return 'must be a string';
   const length = [...value].length;

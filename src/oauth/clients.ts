@@ -5,6 +5,7 @@ import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
 import { notFound, Problems } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { hasControlCharacter } from '../domain/validate.js';
 import type { Selectable } from 'kysely';
 import type { OAuthClientsTable } from '../store/types.js';
 import { settingOnce } from './settings.js';
@@ -49,8 +50,6 @@ const DUMMY_HASH = sha256(randomBytes(32).toString('hex'));
 const SECRET_PREFIX = 'acs_';
 const OPERATOR_CLIENT_SETTING = 'oauth_operator_client_id';
 const PRINTABLE_ID = /^[\x21-\x7e]{1,128}$/;
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /**
  * OAuth clients. Secrets are 256 random bits, so their SHA-256 is as hard to reverse as the
@@ -67,7 +66,7 @@ export class ClientService {
   async create(input: CreateClientInput): Promise<CreatedClient> {
     const problems = new Problems();
     const name = typeof input.name === 'string' ? input.name.trim() : '';
-    if (name.length < 1 || name.length > 100 || CONTROL_CHARACTER.test(name))
+    if (name.length < 1 || name.length > 100 || hasControlCharacter(name))
       problems.add('name', 'name must be 1 to 100 characters, without control characters');
     const redirectUris = [...(input.redirectUris ?? [])];
     for (const uri of redirectUris) {
@@ -169,7 +168,7 @@ export class ClientService {
    */
   private redirectUriProblem(uri: string): string | undefined {
     if (typeof uri !== 'string' || uri.length > 2000) return 'must be a string of at most 2000 characters';
-    if (/[\s"'<>\\^`{|}]/.test(uri) || CONTROL_CHARACTER.test(uri))
+    if (/[\s"'<>\\^`{|}]/.test(uri) || hasControlCharacter(uri))
       return 'must not contain spaces, control characters or unsafe characters';
     let url: URL;
     try {

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
+import { hasControlCharacter } from '../../domain/validate.js';
 import { sendError } from '../errors.js';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 const ID_BYTES = 12;
 const POOL_IDS = 256;
@@ -76,7 +75,7 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
     const params = request.params as Record<string, unknown> | undefined;
     if (params) {
       for (const value of Object.values(params)) {
-        if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) {
+        if (typeof value === 'string' && hasControlCharacter(value)) {
           return done(new DomainError('not_found', 'No such resource.'));
         }
       }

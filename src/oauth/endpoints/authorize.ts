@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../compose.js';
 import type { User } from '../../domain/users.js';
+import { hasControlCharacter } from '../../domain/validate.js';
 import {
   checkAuthorizationRequest,
   redirectTo,
@@ -19,8 +20,6 @@ import { sharedSecret } from '../settings.js';
 
 const PAGES_SECRET_SETTING = 'oauth_pages_secret';
 const TICKET_FIELD = 'login_ticket';
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** One POST /authorize in progress: the validated request and what the browser sent. */
 interface Submission {
@@ -131,7 +130,7 @@ class AuthorizationFlow {
     const users = this.services.core.users;
     const address = sourceAddress(s.request);
     // No account name or password of a real user is that long or holds a control character.
-    const plausible = username.length <= 320 && password.length <= 1024 && !CONTROL_CHARACTER.test(username);
+    const plausible = username.length <= 320 && password.length <= 1024 && !hasControlCharacter(username);
     // One budget per account, whether it is named by handle or by email.
     const account = plausible ? await users.findForLogin(username) : undefined;
     const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
