@@ -148,12 +148,19 @@ export function errorBody(
   return { status: wire.status, body };
 }
 
-/** Sends an error in the spec's shape; 5xx are logged with their cause and never show it. */
-export function sendError(request: FastifyRequest, reply: FastifyReply, thrown: unknown): FastifyReply {
+/**
+ * Sends an error in the spec's shape; 5xx are logged with their cause and never show it.
+ * `upperCase` says which codes this API names in upper case (the user API's resource errors).
+ */
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  thrown: unknown,
+  upperCase: (code: ErrorCode) => boolean = () => false,
+): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
-  const upper = (request.routeOptions?.config as { errorCase?: string } | undefined)?.errorCase === 'upper';
-  const { status, body } = errorBody(err, String(request.id), upper);
+  const { status, body } = errorBody(err, String(request.id), upperCase(err.code));
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);
   const headers = err.meta.headers;

@@ -42,8 +42,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Long-lived routes (SSE, WebSocket upgrades) are exempt from the request deadline. */
     noTimeout?: boolean;
-    /** The user REST API answers NOT_FOUND / VALIDATION_ERROR in upper case. */
-    errorCase?: 'upper';
   }
 }
 

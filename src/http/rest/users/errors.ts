@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../../domain/errors.js';
-import { errorBody, sendError, toDomainError } from '../../errors.js';
+import { sendError } from '../../errors.js';
 
 /**
  * The user API names its resource errors in upper case (`NOT_FOUND`, `VALIDATION_ERROR`,
@@ -18,8 +18,5 @@ const UPPER_CASE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 ]);
 
 export function userApiErrorHandler(thrown: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const err = toDomainError(thrown);
-  if (!UPPER_CASE.has(err.code)) return sendError(request, reply, thrown);
-  const { status, body } = errorBody(err, String(request.id), true);
-  return reply.code(status).type('application/json; charset=utf-8').send(body);
+  return sendError(request, reply, thrown, (code) => UPPER_CASE.has(code));
 }
