@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createYoga } from 'graphql-yoga';
 import type { Services } from '../compose.js';
 import { headerValue } from '../http/auth.js';
@@ -16,7 +16,7 @@ interface ServerContext {
  * The pipeline work replaces this with one pipeline every transport (POST, GET, WebSocket, SSE)
  * calls: limits, persisted queries, budgets and subscriptions.
  */
-async function registerGraphQL(app: import('fastify').FastifyInstance, services: Services): Promise<void> {
+async function registerGraphQL(app: FastifyInstance, services: Services): Promise<void> {
   const schema = buildAtriumSchema();
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
