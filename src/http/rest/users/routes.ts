@@ -9,7 +9,8 @@ import { forbidden } from '../../../domain/errors.js';
 import type { RouteModule } from '../../routes.js';
 import { restUser } from '../shapes.js';
 import { CachedUsers } from './cache.js';
-import { userApiErrorHandler } from './errors.js';
+import { USER_API_DIALECT, userApiErrorHandler } from './errors.js';
+import { registerErrorDialect } from '../../errors.js';
 import {
   OrganizationParams,
   OrganizationSchema,
@@ -45,11 +46,13 @@ function addVary(reply: FastifyReply, ...names: string[]): void {
 async function registerUserApi(app: FastifyInstance, services: Services): Promise<void> {
   const { core } = services;
   const cached = new CachedUsers(services.cache, services.bus, services.logger);
-  const auth = (scope: Scope) => services.httpAuth.required(scope) as unknown as onRequestAsyncHookHandler;
+  const auth = (scope: Scope) => services.httpAuth.required(scope);
   const adminOnly: onRequestAsyncHookHandler = async (request) => {
     if (!isAdmin(principalOf(request))) throw forbidden('Only an admin may change users through this API.');
   };
 
+  // Errors raised before any of these routes is found (`/v1/users/%ZZ`) speak the same case.
+  registerErrorDialect(app, USER_API_DIALECT);
   await app.register(async (scope) => {
     const api = scope.withTypeProvider<TypeBoxTypeProvider>();
     api.setErrorHandler(userApiErrorHandler);
