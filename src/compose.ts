@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
@@ -58,6 +59,8 @@ export interface ServicesOptions {
   logger?: Logger;
   /** Apply migrations before building (serve and tests do; `atrium migrate` does it itself). */
   migrate?: boolean;
+  /** Kysely plugins over every query of the store (a test hook; nothing in production sets it). */
+  storePlugins?: KyselyPlugin[];
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
@@ -65,7 +68,7 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
     if (options.migrate !== false) await store.migrate();
     const clock = options.clock ?? systemClock;

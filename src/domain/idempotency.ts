@@ -3,6 +3,7 @@ import { iso } from './clock.js';
 import type { CoreDeps, Tx } from './context.js';
 import { inTransaction } from './context.js';
 import { DomainError, invalid } from './errors.js';
+import { detachedFromRequest } from './request-scope.js';
 
 /**
  * Stripe-style idempotency keys, stored in the database so every instance and every engine agree.
@@ -202,14 +203,16 @@ export class IdempotencyService {
         return { replayed: false, ...response };
       });
     } catch (err) {
-      await this.db
-        .deleteFrom('idempotency_records')
-        .where('owner_id', '=', claim.ownerId)
-        .where('idem_key', '=', claim.key)
-        .where('created_at', '=', token)
-        .where('state', '=', 'in_progress')
-        .execute()
-        .catch(() => undefined);
+      // Released even when the request was abandoned at its deadline: a retry must start afresh.
+      await detachedFromRequest(() =>
+        this.db
+          .deleteFrom('idempotency_records')
+          .where('owner_id', '=', claim.ownerId)
+          .where('idem_key', '=', claim.key)
+          .where('created_at', '=', token)
+          .where('state', '=', 'in_progress')
+          .execute(),
+      ).catch(() => undefined);
       throw err;
     }
   }
