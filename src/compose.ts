@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config/schema.js';
@@ -24,6 +25,7 @@ import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
+import { startPurgeJob } from './maintenance/purge.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
 export type ServerRole = (typeof SERVER_ROLES)[number];
@@ -52,6 +54,8 @@ export interface Services {
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
   draining: boolean;
+  /** The Prometheus registry /metrics serves; anything in the process may report there. */
+  metrics: Registry;
 }
 
 export interface ServicesOptions {
@@ -105,6 +109,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       readiness,
       onClose: [],
       draining: false,
+      metrics: new Registry(),
     };
     services.afterAuth.push(rateLimitStep(services.limiter, logger));
     invalidateUsersOnChange(bus, services.cache, logger);
@@ -175,11 +180,17 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness,
         isDraining: () => services.draining,
+        metrics: services.metrics,
       });
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
       }
       await http.ready();
+    }
+    if (roles.includes('worker')) {
+      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
+      const purge = startPurgeJob(services);
+      services.onClose.push(() => purge.stop());
     }
   } catch (err) {
     await closeServices(services);

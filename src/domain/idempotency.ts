@@ -22,7 +22,6 @@ import { detachedFromRequest } from './request-scope.js';
 export const IDEMPOTENCY_RETENTION_SECONDS = 86_400;
 /** A claim still unfinished after this long belongs to a process that died; it may be taken over. */
 export const IN_FLIGHT_LEASE_MS = 60_000;
-const PURGE_INTERVAL_MS = 10 * 60_000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
 
 export interface IdempotencyClaim {
@@ -80,8 +79,6 @@ const inProgress = () =>
   );
 
 export class IdempotencyService {
-  private lastPurge = 0;
-
   constructor(private readonly deps: CoreDeps) {}
 
   /** Runs `work` once per (owner, key) within the retention time; repeats get the stored response. */
@@ -89,7 +86,6 @@ export class IdempotencyService {
     claim: IdempotencyClaim,
     work: (tx: Tx) => Promise<StoredResponse>,
   ): Promise<IdempotentOutcome> {
-    await this.purgeIfDue();
     // Each round either claims, decides, or saw the record change under it (released or taken over).
     for (let round = 0; round < 5; round++) {
       const now = this.deps.clock.now();
@@ -136,7 +132,7 @@ export class IdempotencyService {
     throw inProgress();
   }
 
-  /** Deletes records past their retention; returns how many. */
+  /** Deletes records past their retention; returns how many. The worker's purge job does this in batches. */
   async purgeExpired(): Promise<number> {
     const res = await this.db
       .deleteFrom('idempotency_records')
@@ -147,13 +143,6 @@ export class IdempotencyService {
 
   private get db() {
     return this.deps.store.db;
-  }
-
-  private async purgeIfDue(): Promise<void> {
-    const now = Date.now();
-    if (now - this.lastPurge < PURGE_INTERVAL_MS) return;
-    this.lastPurge = now;
-    await this.purgeExpired();
   }
 
   private async claim(claim: IdempotencyClaim, now: Date): Promise<boolean> {

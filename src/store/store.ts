@@ -143,7 +143,13 @@ function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats']): Sto
     dialect,
     poolStats,
     async migrate() {
-      const migrator = new Migrator({ db, provider: new StaticMigrationProvider(dialect) });
+      // Numbers are handed out to parallel work, so a database may have a later one applied before
+      // an earlier one lands; each migration stands alone, so that order is harmless.
+      const migrator = new Migrator({
+        db,
+        provider: new StaticMigrationProvider(dialect),
+        allowUnorderedMigrations: true,
+      });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
