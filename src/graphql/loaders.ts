@@ -21,24 +21,25 @@ function byId<T>(read: (ids: readonly string[]) => Promise<Map<string, T>>): Dat
 }
 
 /**
- * First pages of a child list (a post's comments, an author's posts) for many parents at once.
- * Each page size gets its own loader, since one batch query serves one size.
+ * First pages of a child list (a post's comments, an author's posts, a user's orders) for many
+ * parents at once. Each page size gets its own loader, since one batch query serves one size. A
+ * parent the core leaves out of its answer (orders the caller may not see) loads as null.
  */
 class FirstPages<T> {
-  private readonly bySize = new Map<number | null, DataLoader<string, Connection<T>>>();
+  private readonly bySize = new Map<number | null, DataLoader<string, Connection<T> | null>>();
   constructor(
     private readonly read: (
       ids: readonly string[],
       first: number | null,
     ) => Promise<Map<string, Connection<T>>>,
   ) {}
-  load(parentId: string, first: number | null | undefined): Promise<Connection<T>> {
+  load(parentId: string, first: number | null | undefined): Promise<Connection<T> | null> {
     const size = first ?? null;
     let loader = this.bySize.get(size);
     if (!loader) {
       loader = new DataLoader(async (ids) => {
         const pages = await this.read(ids, size);
-        return ids.map((id) => pages.get(id)!);
+        return ids.map((id) => pages.get(id) ?? null);
       });
       this.bySize.set(size, loader);
     }
@@ -57,8 +58,8 @@ export function createLoaders(services: Services, principal: Principal | null) {
   return {
     user: byId<User>((ids) => core.users.getMany(ids)),
     organization: byId<Organization>((ids) => core.organizations.getMany(ids)),
-    post: byId<Post>((ids) => core.posts.getMany(ids)),
-    comment: byId<Comment>((ids) => core.comments.getMany(ids)),
+    post: byId<Post>((ids) => core.posts.getMany(actor, ids)),
+    comment: byId<Comment>((ids) => core.comments.getMany(actor, ids)),
     tag: byId<Tag>((names) => core.tags.getMany(names)),
     postTags: new DataLoader<string, string[]>(async (ids) => {
       const tags = await core.posts.tagsFor(ids);
@@ -80,8 +81,12 @@ export function createLoaders(services: Services, principal: Principal | null) {
         }),
       ),
     ),
-    commentPages: new FirstPages<Comment>((ids, first) => core.comments.firstPagesByPosts(ids, first)),
-    authorPages: new FirstPages<Post>((ids, first) => core.posts.firstPagesByAuthors(ids, first)),
+    commentPages: new FirstPages<Comment>((ids, first) => core.comments.firstPagesByPosts(actor, ids, first)),
+    authorPages: new FirstPages<Post>((ids, first) => core.posts.firstPagesByAuthors(actor, ids, first)),
+    /** First pages of User.orders; users whose orders the caller may not see are absent (null). */
+    orderPages: new FirstPages<Order>(async (ids, first) =>
+      actor ? core.orders.firstPagesByUsers(actor, ids, first) : new Map(),
+    ),
   };
 }
 

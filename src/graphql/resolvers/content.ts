@@ -5,7 +5,7 @@ import type { SearchHit } from '../../domain/search.js';
 import { searchTokens } from '../../domain/search.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError, viaCore } from '../errors.js';
-import { actorOf, payload } from './support.js';
+import { actorOf, payload, viewerOf } from './support.js';
 
 interface PostInput {
   title?: string;
@@ -23,7 +23,7 @@ function loadHit(ctx: GraphQLContext, hit: SearchHit) {
 }
 
 async function searchObjects(ctx: GraphQLContext, query: string) {
-  const hits = await viaCore(() => ctx.services.core.search.search(query));
+  const hits = await viaCore(() => ctx.services.core.search.search(viewerOf(ctx), query));
   const objects = await Promise.all(hits.map((hit) => loadHit(ctx, hit)));
   return objects.filter((o) => o !== null);
 }
@@ -38,7 +38,7 @@ export const contentResolvers = {
   Query: {
     post: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.loaders.post.load(args.id),
     posts: (_: unknown, args: PageArgs, ctx: GraphQLContext) =>
-      viaCore(() => ctx.services.core.posts.list(args)),
+      viaCore(() => ctx.services.core.posts.list(viewerOf(ctx), args)),
     search: (_: unknown, args: { query: string }, ctx: GraphQLContext) => searchObjects(ctx, args.query),
     searchAll: async (_: unknown, args: { query: string }, ctx: GraphQLContext) => {
       const [tags, objects] = await Promise.all([
@@ -83,10 +83,10 @@ export const contentResolvers = {
     tags: (post: Post & { tags?: string[] }, _: unknown, ctx: GraphQLContext) =>
       post.tags ?? ctx.loaders.postTags.load(post.id),
     comments: (post: Post, args: PageArgs, ctx: GraphQLContext) =>
-      viaCore(() =>
+      viaCore(async () =>
         args.after == null && args.last == null && args.before == null
-          ? ctx.loaders.commentPages.load(post.id, args.first)
-          : ctx.services.core.comments.listByPost(post.id, args),
+          ? present(await ctx.loaders.commentPages.load(post.id, args.first), 'Post', post.id)
+          : ctx.services.core.comments.listByPost(viewerOf(ctx), post.id, args),
       ),
   },
   Comment: {

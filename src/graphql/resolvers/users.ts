@@ -1,4 +1,4 @@
-import type { PageArgs } from '../../domain/connection.js';
+import type { Connection, PageArgs } from '../../domain/connection.js';
 import { membersOf, ordersOf } from '../../domain/connection-reads.js';
 import type { Organization } from '../../domain/organizations.js';
 import { mayReadOrganization } from '../../domain/user-policies.js';
@@ -7,6 +7,12 @@ import type { User } from '../../domain/users.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError, viaCore } from '../errors.js';
 import { actorOf, viewerOf } from './support.js';
+
+const emptyConnection = <T>(): Connection<T> => ({
+  edges: [],
+  pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
+  totalCount: 0,
+});
 
 const lower = (role: string | null | undefined): Role | undefined =>
   role == null ? undefined : (role.toLowerCase() as Role);
@@ -57,10 +63,10 @@ export const userResolvers = {
     fullName: (user: User) => user.name || null,
     role: (user: User) => user.role.toUpperCase(),
     posts: (user: User, args: PageArgs, ctx: GraphQLContext) =>
-      viaCore(() =>
+      viaCore(async () =>
         args.after == null
-          ? ctx.loaders.authorPages.load(user.id, args.first)
-          : ctx.services.core.posts.listByAuthor(user.id, args),
+          ? ((await ctx.loaders.authorPages.load(user.id, args.first)) ?? emptyConnection())
+          : ctx.services.core.posts.listByAuthor(viewerOf(ctx), user.id, args),
       ),
     organization: async (user: User, _: unknown, ctx: GraphQLContext) => {
       const viewer = viewerOf(ctx);
@@ -72,10 +78,17 @@ export const userResolvers = {
       if (!org) throw graphQLError('NOT_FOUND', `Organization ${user.organizationId} not found.`);
       return org;
     },
-    orders: (user: User, args: { first?: number | null; after?: string | null }, ctx: GraphQLContext) => {
+    orders: async (
+      user: User,
+      args: { first?: number | null; after?: string | null },
+      ctx: GraphQLContext,
+    ) => {
       const actor = actorOf(ctx);
       const { core } = ctx.services;
-      return viaCore(() => ordersOf(core.deps, core.orders, actor, user.id, args));
+      if (args.after != null) return viaCore(() => ordersOf(core.deps, core.orders, actor, user.id, args));
+      const page = await viaCore(() => ctx.loaders.orderPages.load(user.id, args.first));
+      if (!page) throw graphQLError('FORBIDDEN', 'You may list only your own orders.');
+      return page;
     },
   },
   Organization: {

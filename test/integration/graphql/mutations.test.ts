@@ -97,8 +97,6 @@ describe('GraphQL mutations: payload errors for validation, GraphQL errors for a
     ).post.id;
     const ok = await s.gql(UPDATE, { id, in: { title: 'New', tags: ['b', 'c'] } }, alice.headers);
     expect(ok.data!.updatePost).toMatchObject({ post: { id, title: 'New', tags: ['b', 'c'] }, errors: [] });
-    const draft = await s.gql(UPDATE, { id, in: { publishAt: null } }, alice.headers);
-    expect(draft.data!.updatePost).toMatchObject({ post: { publishedAt: null }, errors: [] });
     const bad = await s.gql(UPDATE, { id, in: { title: '' } }, alice.headers);
     expect(bad.data!.updatePost).toEqual({
       post: null,
@@ -107,6 +105,8 @@ describe('GraphQL mutations: payload errors for validation, GraphQL errors for a
     const other = await s.gql(UPDATE, { id, in: { title: 'Mine' } }, bob.headers);
     expect(other.data).toBeNull();
     expect(codes(other)).toEqual(['FORBIDDEN']);
+    const draft = await s.gql(UPDATE, { id, in: { publishAt: null } }, alice.headers);
+    expect(draft.data!.updatePost).toMatchObject({ post: { publishedAt: null }, errors: [] });
     const unknown = await s.gql(UPDATE, { id: 'pst_unknown', in: { title: 'X' } }, alice.headers);
     expect(codes(unknown)).toEqual(['NOT_FOUND']);
     expect(unknown.errors![0]!.path).toEqual(['updatePost']);
