@@ -21,6 +21,14 @@ export interface Store {
   /** Pool figures for /metrics (PostgreSQL only). */
   poolStats(): { total: number; idle: number; waiting: number } | undefined;
   close(): Promise<void>;
+  /** SQL statements sent since the store opened (tests hold batching to a constant count with it). */
+  statementCount(): number;
+}
+
+/** Kysely's log hook, used only to count statements; it runs once per executed query. */
+function statementCounter() {
+  const counter = { n: 0 };
+  return { counter, log: () => void (counter.n += 1) };
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; every int8 here fits a double.
@@ -46,11 +54,13 @@ function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');
+  const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
     dialect: guardedByRequestScope(new SqliteDialect({ database: withStatementCache(conn) })),
     plugins,
+    log,
   });
-  return makeStore(db, 'sqlite', () => undefined);
+  return makeStore(db, 'sqlite', () => undefined, counter);
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -126,22 +136,30 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store 
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
+  const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
     dialect: guardedByRequestScope(new PostgresDialect({ pool: refusingNul(pool) })),
     plugins,
+    log,
   });
-  return makeStore(db, 'postgres', () => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
+  return makeStore(
+    db,
+    'postgres',
+    () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
+    counter,
+  );
 }
 
-function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats']): Store {
+function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats'], counter: { n: number }): Store {
   return {
     db,
     dialect,
     poolStats,
+    statementCount: () => counter.n,
     async migrate() {
       // Numbers are handed out to parallel work, so a database may have a later one applied before
       // an earlier one lands; each migration stands alone, so that order is harmless.
