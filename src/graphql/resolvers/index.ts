@@ -4,6 +4,7 @@ import { contentResolvers } from './content.js';
 import { nodeResolvers } from './node.js';
 import { orderResolvers } from './orders.js';
 import { userResolvers } from './users.js';
+import { subscriptionResolvers } from './subscription.js';
 
 type ResolverMap = Record<string, Record<string, unknown> | GraphQLScalarType>;
 
@@ -14,4 +15,5 @@ export const resolverMaps: ResolverMap[] = [
   userResolvers,
   contentResolvers,
   orderResolvers,
+  subscriptionResolvers,
 ];
