@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config/schema.js';
@@ -11,6 +12,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
+import { createGrpcServer, type GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
@@ -51,6 +53,8 @@ export interface Services {
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
   draining: boolean;
+  /** The Prometheus registry HTTP `/metrics` serves; gRPC adds its metrics to it. */
+  metrics: Registry;
 }
 
 export interface ServicesOptions {
@@ -102,6 +106,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       readiness,
       onClose: [],
       draining: false,
+      metrics: new Registry(),
     };
     services.afterAuth.push(rateLimitStep(services.limiter, logger));
     invalidateUsersOnChange(bus, services.cache, logger);
@@ -149,8 +154,9 @@ export async function closeServices(services: Services): Promise<void> {
 export interface Atrium {
   services: Services;
   http: FastifyInstance | undefined;
+  grpc: GrpcServer | undefined;
   /** Starts listening on the configured ports. */
-  listen(): Promise<{ httpUrl?: string }>;
+  listen(): Promise<{ httpUrl?: string; grpcAddress?: string }>;
   /** Drains: stops accepting, finishes in-flight requests and streams, closes everything. */
   close(): Promise<void>;
 }
@@ -163,6 +169,7 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
+  const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
   try {
     const wantsHttp = roles.some((r) => r === 'api' || r === 'auth');
     if (wantsHttp) {
@@ -172,6 +179,7 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness,
         isDraining: () => services.draining,
+        metrics: services.metrics,
       });
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
@@ -187,15 +195,17 @@ export async function createAtrium(
   return {
     services,
     http,
+    grpc,
     async listen() {
-      if (!http) return {};
+      const grpcAddress = grpc ? await grpc.listen() : undefined;
+      if (!http) return grpcAddress ? { grpcAddress } : {};
       const address = await http.listen({ host: config.host, port: config.port });
-      return { httpUrl: address };
+      return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
     close() {
       closed ??= (async () => {
         services.draining = true;
-        if (http) await http.close();
+        await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();
       return closed;

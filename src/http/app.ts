@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import type { Store } from '../store/store.js';
 import { sendError } from './errors.js';
@@ -15,6 +16,8 @@ export interface HttpAppOptions {
   store: Store;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
+  /** The registry `/metrics` serves; every surface of the process registers its metrics there. */
+  metrics?: Registry;
 }
 
 /**
@@ -63,6 +66,6 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     done();
   });
   registerHealth(app, options.readiness, options.isDraining);
-  registerMetrics(app, options.store);
+  registerMetrics(app, options.store, options.metrics);
   return app;
 }
