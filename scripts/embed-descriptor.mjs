@@ -1,7 +1,9 @@
 // Reads FileDescriptorSets (`buf build --as-file-descriptor-set -o -`, concatenated) on stdin and writes it as a
 // TypeScript module, so server reflection serves the exact descriptors buf compiled (true file
 // names and imports) from both src/ and dist/. Part of `npm run proto:gen`.
+import { Buffer } from 'node:buffer';
 import { writeFileSync } from 'node:fs';
+import process from 'node:process';
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
