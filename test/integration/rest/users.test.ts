@@ -127,10 +127,28 @@ describe('User REST API', () => {
       await get(`/v1/users/${fresh.userId}`, fresh.headers);
       expect((await get(`/v1/users/${fresh.userId}`, fresh.headers)).headers['x-cache']).toBe('HIT');
       // The core's update is what GraphQL and gRPC call; it announces the change on the bus.
-      await atrium.services.core.users.update(SYSTEM_ACTOR, fresh.userId, { name: 'Changed Elsewhere' });
+      await atrium.services.core.users.updateSelfService(SYSTEM_ACTOR, fresh.userId, {
+        name: 'Changed Elsewhere',
+      });
       const after = await get(`/v1/users/${fresh.userId}`, fresh.headers);
       expect(after.headers['x-cache']).toBe('MISS');
       expect(after.json().name).toBe('Changed Elsewhere');
+    });
+
+    it("answers 404 for a deleted user, even when cached, and refuses the deleted user's key", async () => {
+      const doomed = await atrium.caller();
+      await get(`/v1/users/${doomed.userId}`, doomed.headers);
+      expect((await get(`/v1/users/${doomed.userId}`, admin.headers)).headers['x-cache']).toBe('HIT');
+      await atrium.services.core.users.delete(SYSTEM_ACTOR, doomed.userId);
+      const res = await get(`/v1/users/${doomed.userId}`, admin.headers);
+      expect(res.statusCode).toBe(404);
+      expect(res.json().error).toBe('NOT_FOUND');
+      const own = await get(`/v1/users/${doomed.userId}`, doomed.headers);
+      expect(own.statusCode).toBe(401);
+      expect(own.json().error).toBe('invalid_api_key');
+      expect((await patch(`/v1/users/${doomed.userId}`, admin.headers, { name: 'Ghost' })).statusCode).toBe(
+        404,
+      );
     });
   });
 
