@@ -209,8 +209,16 @@ function requestIdMetadata(requestId: string): Metadata {
   return md;
 }
 
+/**
+ * The server's copy of the deadline is computed from `grpc-timeout` on arrival, so it lags the
+ * client's a little: a client giving up at its deadline cancels just before the server's passes.
+ */
+const DEADLINE_SLACK_MS = 250;
+
 function cancelCode(call: AnyCall): status {
   const deadline = call.getDeadline();
   const ms = deadline instanceof Date ? deadline.getTime() : deadline;
-  return Number.isFinite(ms) && ms <= Date.now() ? status.DEADLINE_EXCEEDED : status.CANCELLED;
+  return Number.isFinite(ms) && ms <= Date.now() + DEADLINE_SLACK_MS
+    ? status.DEADLINE_EXCEEDED
+    : status.CANCELLED;
 }
