@@ -48,6 +48,13 @@ export interface ActivityMessage {
 
 export type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
+/** A users.v1.UserService client on its own channel. */
+export const userServiceClient = (address: string): Client =>
+  new loaded.users.v1.UserService(address, grpc.credentials.createInsecure()) as Client;
+/** A grpc.health.v1.Health client on its own channel. */
+export const healthClient = (address: string): Client =>
+  new loadedHealth.grpc.health.v1.Health(address, grpc.credentials.createInsecure()) as Client;
+
 export interface GrpcAtrium extends TestAtrium {
   address: string;
   httpUrl: string;
@@ -64,17 +71,17 @@ export async function startGrpcAtrium(env: Record<string, string> = {}): Promise
   ]);
   const { grpcAddress, httpUrl } = await atrium.listen();
   const clients: grpc.Client[] = [];
-  const make = (Ctor: ClientCtor) => {
-    const c = new Ctor(grpcAddress!, grpc.credentials.createInsecure());
+  const make = (build: (address: string) => Client) => {
+    const c = build(grpcAddress!);
     clients.push(c);
-    return c as Client;
+    return c;
   };
   return {
     ...atrium,
     address: grpcAddress!,
     httpUrl: httpUrl!,
-    client: () => make(loaded.users.v1.UserService),
-    health: () => make(loadedHealth.grpc.health.v1.Health),
+    client: () => make(userServiceClient),
+    health: () => make(healthClient),
     async stop() {
       for (const c of clients) c.close();
       await atrium.stop();
