@@ -8,7 +8,7 @@ import { BUF, bufCurl, grpc, startGrpcAtrium, type GrpcAtrium } from './support.
  */
 const present = existsSync(BUF);
 if (!present && process.env.CI) throw new Error(`buf is missing (${BUF}); npm install provides it`);
-if (!present) console.warn(`skipping buf curl tests: ${BUF} is missing (run npm install)`);
+if (!present) console.error(`skipping buf curl tests: ${BUF} is missing (run npm install)`);
 
 const exitFor = (code: grpc.status) => code << 3;
 
