@@ -13,6 +13,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
+import { createGrpcServer, type GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
@@ -161,8 +162,9 @@ export async function closeServices(services: Services): Promise<void> {
 export interface Atrium {
   services: Services;
   http: FastifyInstance | undefined;
+  grpc: GrpcServer | undefined;
   /** Starts listening on the configured ports. */
-  listen(): Promise<{ httpUrl?: string }>;
+  listen(): Promise<{ httpUrl?: string; grpcAddress?: string }>;
   /** Drains: stops accepting, finishes in-flight requests and streams, closes everything. */
   close(): Promise<void>;
 }
@@ -175,6 +177,7 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
+  const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
   try {
     const wantsHttp = roles.some((r) => r === 'api' || r === 'auth');
     if (wantsHttp) {
@@ -205,15 +208,17 @@ export async function createAtrium(
   return {
     services,
     http,
+    grpc,
     async listen() {
-      if (!http) return {};
+      const grpcAddress = grpc ? await grpc.listen() : undefined;
+      if (!http) return grpcAddress ? { grpcAddress } : {};
       const address = await http.listen({ host: config.host, port: config.port });
-      return { httpUrl: address };
+      return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
     close() {
       closed ??= (async () => {
         services.draining = true;
-        if (http) await http.close();
+        await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();
       return closed;

@@ -4,7 +4,7 @@ import type { Store } from '../../store/store.js';
 
 /**
  * Prometheus metrics of one HTTP app, in the process's registry (built by the composition root, so
- * jobs such as the purge report there too) or a registry of its own (tests build many apps).
+ * jobs and other surfaces such as gRPC report there too) or a registry of its own (tests build many apps).
  */
 export function registerMetrics(app: FastifyInstance, store: Store, registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'atrium_' });
