@@ -23,6 +23,7 @@ import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
+import { startWebhookWorker } from './webhooks/index.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
 export type ServerRole = (typeof SERVER_ROLES)[number];
@@ -178,6 +179,8 @@ export async function createAtrium(
       }
       await http.ready();
     }
+    // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
+    if (roles.includes('worker')) await startWebhookWorker(services);
   } catch (err) {
     await closeServices(services);
     throw err;

@@ -5,6 +5,7 @@ import { ROLES } from '../domain/users.js';
 import { OAUTH_COMMANDS } from '../oauth/cli.js';
 import { integer, oneOf, parse, required } from './args.js';
 import { UsageError } from './io.js';
+import { WEBHOOK_COMMANDS } from '../webhooks/cli.js';
 
 /** An admin command: runs against the services and returns the one JSON object to print. */
 export type AdminCommand = (services: Services, argv: string[]) => Promise<unknown>;
@@ -65,4 +66,6 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
 
   // clients create, tokens issue, signing-keys rotate
   ...OAUTH_COMMANDS,
+  // webhooks create, list, delete, send-test, resend
+  ...WEBHOOK_COMMANDS,
 };
