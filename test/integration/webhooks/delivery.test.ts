@@ -15,7 +15,6 @@ const SLACK_MS = 150;
 let atrium: TestAtrium;
 let receiver: Receiver;
 let catalogue: Catalogue;
-let owner: Awaited<ReturnType<TestAtrium['caller']>>;
 
 beforeAll(async () => {
   atrium = await startTestAtrium(
@@ -24,7 +23,6 @@ beforeAll(async () => {
   );
   receiver = await new Receiver().start();
   catalogue = await makeCatalogue(atrium);
-  owner = await atrium.caller();
 });
 
 afterAll(async () => {
