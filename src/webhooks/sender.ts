@@ -57,6 +57,7 @@ export class WebhookSender {
     const elapsed = () => performance.now() - started;
     return new Promise<SendOutcome>((resolve) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       const finish = (result: AttemptResult, excerpt: string | null = null) => {
         if (settled) return;
         settled = true;
@@ -89,7 +90,7 @@ export class WebhookSender {
           'user-agent': this.options.userAgent ?? 'Atrium-Webhooks/1',
         },
       });
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         finish({ kind: 'timeout' });
         req.destroy();
       }, this.options.timeoutMs);
