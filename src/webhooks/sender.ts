@@ -57,11 +57,12 @@ export class WebhookSender {
     const elapsed = () => performance.now() - started;
     return new Promise<SendOutcome>((resolve) => {
       let settled = false;
-      let timer: NodeJS.Timeout | undefined;
+      // Set once the request exists; a target refused before that has no timer to clear.
+      const timing: { timer?: NodeJS.Timeout } = {};
       const finish = (result: AttemptResult, excerpt: string | null = null) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        clearTimeout(timing.timer);
         resolve({ result, durationMs: elapsed(), excerpt });
       };
       let url: URL;
@@ -90,7 +91,7 @@ export class WebhookSender {
           'user-agent': this.options.userAgent ?? 'Atrium-Webhooks/1',
         },
       });
-      timer = setTimeout(() => {
+      timing.timer = setTimeout(() => {
         finish({ kind: 'timeout' });
         req.destroy();
       }, this.options.timeoutMs);
