@@ -15,7 +15,7 @@ import { Receiver, verifyWithStripe } from './support.js';
  */
 const onPostgres = testDialect() === 'postgres';
 if (!onPostgres) {
-  console.log(
+  console.error(
     'two-workers.test.ts skipped: several worker processes share a queue only on PostgreSQL (set TEST_DATABASE_URL)',
   );
 }
