@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
+import { runWebhookBench } from './webhooks.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -221,3 +222,5 @@ async function main() {
 }
 
 await main();
+// Webhook deliveries/s and outbox lag (bench/webhooks.ts); BENCH_WEBHOOKS=0 skips it.
+if (process.env.BENCH_WEBHOOKS !== '0') await runWebhookBench();
