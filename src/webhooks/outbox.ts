@@ -266,24 +266,46 @@ export class Outbox {
           .values(attempts.slice(i, i + INSERT_CHUNK))
           .execute();
       }
+      // Guarded by the claim's numbers: if this worker's lease ran out and another took the
+      // delivery, the newer claim owns the row and this outcome stays only an attempt record.
+      if (this.store.dialect === 'postgres') {
+        // One statement for the whole batch: round trips, not rows, are what a batch costs here.
+        const rows = sql.join(
+          completions.map(
+            (c) =>
+              sql`(${c.delivery.id}::text, ${c.status}::text, ${c.attemptCount}::int,
+                ${c.nextAttemptAt === null ? null : iso(c.nextAttemptAt)}::text, ${c.lastStatusCode}::int,
+                ${c.lastError}::text, ${c.delivery.attempt}::int, ${c.delivery.round}::int)`,
+          ),
+        );
+        await sql`
+          UPDATE webhook_deliveries AS d
+          SET status = v.status, attempt_count = v.attempt_count, next_attempt_at = v.next_attempt_at,
+              locked_until = NULL, last_status_code = v.last_status_code, last_error = v.last_error,
+              updated_at = ${at}
+          FROM (VALUES ${rows}) AS v(id, status, attempt_count, next_attempt_at, last_status_code, last_error,
+                                     claim_attempt, claim_round)
+          WHERE d.id = v.id AND d.attempt_count = v.claim_attempt AND d.round = v.claim_round`.execute(trx);
+      } else {
+        for (const c of completions) {
+          await trx
+            .updateTable('webhook_deliveries')
+            .set({
+              status: c.status,
+              attempt_count: c.attemptCount,
+              next_attempt_at: c.nextAttemptAt === null ? null : iso(c.nextAttemptAt),
+              locked_until: null,
+              last_status_code: c.lastStatusCode,
+              last_error: c.lastError,
+              updated_at: at,
+            })
+            .where('id', '=', c.delivery.id)
+            .where('attempt_count', '=', c.delivery.attempt)
+            .where('round', '=', c.delivery.round)
+            .execute();
+        }
+      }
       for (const c of completions) {
-        // Guarded by the claim's numbers: if this worker's lease ran out and another took the
-        // delivery, the newer claim owns the row and this outcome stays only an attempt record.
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({
-            status: c.status,
-            attempt_count: c.attemptCount,
-            next_attempt_at: c.nextAttemptAt === null ? null : iso(c.nextAttemptAt),
-            locked_until: null,
-            last_status_code: c.lastStatusCode,
-            last_error: c.lastError,
-            updated_at: at,
-          })
-          .where('id', '=', c.delivery.id)
-          .where('attempt_count', '=', c.delivery.attempt)
-          .where('round', '=', c.delivery.round)
-          .execute();
         if (c.disableEndpoint !== null) {
           await trx
             .updateTable('webhook_endpoints')
