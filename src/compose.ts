@@ -20,6 +20,7 @@ import { ROUTE_MODULES } from './http/routes.js';
 import { createLogger } from './observability/logger.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
+import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
@@ -47,6 +48,8 @@ export interface Services {
   /** Shared through Redis when it is configured, in this process otherwise. */
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Whether Redis answers, and what went ahead without it. */
+  sharedHealth: SharedStateHealth;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
@@ -61,6 +64,8 @@ export interface ServicesOptions {
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
+/** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
+const REDIS_START_WAIT_MS = 5_000;
 
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
@@ -81,7 +86,13 @@ export async function createServices(config: Config, options: ServicesOptions = 
     redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
     const afterAuth: AfterAuthentication[] = [];
     const readiness: ReadinessCheck[] = [{ name: 'database', check: () => store.ping() }];
-    if (redis) readiness.push({ name: 'redis', check: async () => void (await redis.ping()) });
+    // The worker's queue lives in the database; limits, caches and broadcast (Redis) serve requests.
+    if (redis)
+      readiness.push({
+        name: 'redis',
+        check: async () => void (await redis.ping()),
+        roles: ['api', 'auth', 'grpc'],
+      });
     const services: Services = {
       config,
       logger,
@@ -103,7 +114,9 @@ export async function createServices(config: Config, options: ServicesOptions = 
       onClose: [],
       draining: false,
     };
-    services.afterAuth.push(rateLimitStep(services.limiter, logger));
+    services.sharedHealth.useLogger(logger);
+    if (redis) await untilReady(redis, REDIS_START_WAIT_MS);
+    services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));
     invalidateUsersOnChange(bus, services.cache, logger);
     services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
     authenticator.useBearerVerifier(services.oauth.bearer);
@@ -164,13 +177,14 @@ export async function createAtrium(
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
   try {
-    const wantsHttp = roles.some((r) => r === 'api' || r === 'auth');
+    // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
+    const wantsHttp = roles.length > 0;
     if (wantsHttp) {
       http = createHttpApp({
         config,
         logger: services.logger,
         store: services.store,
-        readiness: services.readiness,
+        readiness: services.readiness.filter((c) => !c.roles || c.roles.some((r) => roles.includes(r))),
         isDraining: () => services.draining,
       });
       for (const module of ROUTE_MODULES) {
@@ -195,6 +209,10 @@ export async function createAtrium(
     close() {
       closed ??= (async () => {
         services.draining = true;
+        // Behind a balancer: keep answering (readiness 503, connections closed after each answer)
+        // so kept-alive connections end cleanly before the listener goes away.
+        if (http && config.shutdownDelayMs > 0)
+          await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
         if (http) await http.close();
         await closeServices(services);
       })();

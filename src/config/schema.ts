@@ -25,6 +25,7 @@ export interface Config {
   v1Sunset: Date;
   requestTimeoutMs: number;
   bodyLimitBytes: number;
+  shutdownDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -193,6 +194,13 @@ export const VARIABLES: VariableSpec[] = [
     accepts: 'an integer number of bytes, 1-104857600',
     meaning: 'larger request bodies get 413',
   },
+  {
+    name: 'SHUTDOWN_DELAY_MS',
+    default: '0',
+    accepts: 'an integer number of milliseconds, 0-60000',
+    meaning:
+      'on SIGTERM, keep serving this long (readiness 503, every answer closing its connection) before refusing new connections; for processes behind a load balancer',
+  },
 ];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -307,6 +315,13 @@ export function parseConfig(env: Env): Config {
     (n) => n >= 1 && n <= 104_857_600,
   );
 
+  const shutdownDelayMs = int(
+    'SHUTDOWN_DELAY_MS',
+    get('SHUTDOWN_DELAY_MS') ?? '0',
+    'an integer number of milliseconds, 0-60000',
+    (n) => n >= 0 && n <= 60_000,
+  );
+
   return {
     host,
     port,
@@ -327,5 +342,6 @@ export function parseConfig(env: Env): Config {
     v1Sunset,
     requestTimeoutMs,
     bodyLimitBytes,
+    shutdownDelayMs,
   };
 }

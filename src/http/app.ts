@@ -62,6 +62,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     );
     done();
   });
+  // While draining, every answer closes its connection, so a balancer's kept-alive connections end
+  // after a response instead of being cut under a request it just sent.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (options.isDraining()) reply.header('connection', 'close');
+    done(null, payload);
+  });
   registerHealth(app, options.readiness, options.isDraining);
   registerMetrics(app, options.store);
   return app;

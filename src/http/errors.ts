@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+import { isStoreUnavailable } from '../store/errors.js';
 
 /** How each core error code looks on the REST wire. */
 const HTTP: Record<ErrorCode, { status: number; error: string }> = {
@@ -123,9 +124,22 @@ export function toDomainError(err: unknown): DomainError {
     const mapped = fromFastify(fe);
     if (mapped) return mapped;
   }
+  if (isStoreUnavailable(err)) return storeUnavailable();
   return new DomainError(
     'internal_error',
     'An unexpected error occurred. Quote the request_id when reporting it.',
+  );
+}
+
+/** The database is restarting or unreachable: the client may retry, so a 503 with Retry-After. */
+export function storeUnavailable(): DomainError {
+  return new DomainError(
+    'unavailable',
+    'The service cannot reach its database right now; retry shortly.',
+    [],
+    {
+      headers: { 'retry-after': '1' },
+    },
   );
 }
 
@@ -160,6 +174,8 @@ export function sendError(
 ): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
+  else if (err.code === 'unavailable' && !(thrown instanceof DomainError))
+    request.log.warn({ err: (thrown as Error)?.message }, 'database unavailable; answered 503');
   const { status, body } = errorBody(err, String(request.id), upperCase(err.code));
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);

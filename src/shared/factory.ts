@@ -5,10 +5,13 @@ import { MemorySlidingWindowLimiter } from './memory-limiter.js';
 import type { SlidingWindowLimiter } from './rate-limiter.js';
 import { RedisCache } from './redis-cache.js';
 import { RedisSlidingWindowLimiter } from './redis-limiter.js';
+import { failFast, SharedStateHealth } from './health.js';
 
 export interface SharedState {
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Whether Redis answers, and what went ahead without it (metrics, one log line per outage). */
+  sharedHealth: SharedStateHealth;
 }
 
 /**
@@ -18,9 +21,14 @@ export interface SharedState {
 export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:'): SharedState {
   if (redis) {
     return {
-      limiter: new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`),
-      cache: new RedisCache(redis, `${keyPrefix}cache:`),
+      limiter: failFast(redis, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
+      cache: failFast(redis, new RedisCache(redis, `${keyPrefix}cache:`)),
+      sharedHealth: new SharedStateHealth(redis),
     };
   }
-  return { limiter: new MemorySlidingWindowLimiter(), cache: new MemoryCache() };
+  return {
+    limiter: new MemorySlidingWindowLimiter(),
+    cache: new MemoryCache(),
+    sharedHealth: new SharedStateHealth(undefined),
+  };
 }
