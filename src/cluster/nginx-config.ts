@@ -37,12 +37,13 @@ const PROXY_HEADERS = `        proxy_set_header Host $http_host;
         proxy_set_header X-Real-IP $remote_addr;`;
 
 /**
- * Idempotent requests (GET, HEAD, PUT, DELETE, ...) that meet a refused or reset connection, or a
- * 502/503/504 from a draining instance, go to the next instance. POST and PATCH are never resent
- * once sent (nginx's default; `non_idempotent` is deliberately absent): a client retries them with
- * its Idempotency-Key.
+ * Idempotent requests (GET, HEAD, PUT, DELETE, ...) that meet a refused or reset connection go to
+ * the next instance. POST and PATCH are never resent once sent (nginx's default; `non_idempotent`
+ * is deliberately absent): a client retries them with its Idempotency-Key. A 503 is passed through,
+ * not retried: it is the application's answer (database unavailable, with Retry-After), and counting
+ * it as a failure would take every instance out of rotation at once ("no live upstreams", 502).
  */
-const RETRY = `        proxy_next_upstream error timeout http_502 http_503 http_504;
+const RETRY = `        proxy_next_upstream error timeout;
         proxy_next_upstream_tries 3;
         proxy_next_upstream_timeout 10s;`;
 
@@ -127,7 +128,7 @@ server {
         grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         grpc_read_timeout 1h;
         grpc_send_timeout 1h;
-        grpc_next_upstream error timeout http_502 http_503 http_504;
+        grpc_next_upstream error timeout;
         grpc_next_upstream_tries 3;
     }
 }
@@ -164,3 +165,15 @@ ${renderNginxSite(site)
 }
 `;
 }
+
+/**
+ * The site deploy/compose.yaml runs: the same layout as `atrium cluster`, addressed by service
+ * name. deploy/nginx/atrium.conf is this, rendered (a test keeps the two equal).
+ */
+export const COMPOSE_SITE: NginxSite = {
+  httpListen: '8080',
+  grpcListen: '8081',
+  api: ['api-1:3000', 'api-2:3000'],
+  auth: ['auth-1:3000'],
+  grpc: ['grpc-1:50051'],
+};

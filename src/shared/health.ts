@@ -30,7 +30,8 @@ export class SharedStateHealth {
   constructor(private readonly redis: Redis | undefined) {
     redis?.on('ready', () => {
       if (this.wasReady && this.warned.size > 0) {
-        this.log.info({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
+        // Warn, like the outage line, so a filter that shows one shows the other.
+        this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
       }
       this.wasReady = true;
       this.warned.clear();
