@@ -221,3 +221,6 @@ async function main() {
 }
 
 await main();
+
+// Scale-out figures need nginx, PostgreSQL and Redis: opt in (docs/deployment.md, "Sizing").
+if (process.env.BENCH_CLUSTER === '1') await (await import('./cluster.js')).runClusterBench();
