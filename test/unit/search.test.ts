@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../../src/domain/actor.js';
+import { type Actor, SYSTEM_ACTOR } from '../../src/domain/actor.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { ftsMatchExpression, searchTokens } from '../../src/domain/search.js';
 import { startCore, type TestCore } from './support/core.js';
@@ -146,11 +146,7 @@ describe('SearchService', () => {
   it('leaves out soft-deleted users', async () => {
     const { user } = await t.user('member', 'grace_hopper');
     expect((await t.core.search.search('grace')).map((h) => h.id)).toEqual([user.id]);
-    await t.store.db
-      .updateTable('users')
-      .set({ deleted_at: new Date().toISOString() })
-      .where('id', '=', user.id)
-      .execute();
+    await t.core.users.delete(SYSTEM_ACTOR, user.id);
     expect(await t.core.search.search('grace')).toEqual([]);
   });
 });

@@ -1,0 +1,7 @@
+import { baseTypeDefs } from './base.js';
+
+/**
+ * Every SDL fragment of the schema, concatenated in this order. SDL lives in TypeScript strings so
+ * the compiled build needs no asset copying; each area keeps its own file.
+ */
+export const typeDefs: string[] = [baseTypeDefs];
