@@ -18,6 +18,19 @@ export interface HttpAppOptions {
 }
 
 /**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes a function (Fastify's own numeric option
+ * now trusts nothing): the first `n` hops from the socket are believed, as proxy-addr counts them.
+ * A count cannot tell a proxy from a direct client, so it suits servers reachable only through the
+ * proxy; a list of addresses is the safe choice anywhere else.
+ */
+export function trustProxyOption(
+  trust: Config['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust;
+}
+
+/**
  * The HTTP skeleton every HTTP surface shares: request ids, security headers, the deadline, error
  * shape, health and metrics. Surfaces (REST, token server, docs, GraphQL) register on top of it.
  */
@@ -29,7 +42,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // One access line per response (below) instead of Fastify's two per request.
     disableRequestLogging: true,
     bodyLimit: config.bodyLimitBytes,
-    trustProxy: false,
+    // Only TRUST_PROXY's proxies may name the client in X-Forwarded-For; request.ip is then the
+    // real client for the per-address limits and the access log, and a forged header from any
+    // other peer changes nothing.
+    trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
@@ -55,6 +71,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       {
         method: request.method,
         route: request.routeOptions.url,
+        ip: request.ip,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
       },

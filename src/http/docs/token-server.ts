@@ -166,7 +166,7 @@ export const TOKEN_SERVER_SCHEMAS: Record<string, Json> = {
       {
         type: 'object',
         title: 'Active',
-        required: ['active', 'scope', 'client_id', 'sub', 'exp', 'iat', 'iss', 'aud', 'jti', 'token_type'],
+        required: ['active', 'scope', 'sub', 'exp', 'iat', 'iss', 'aud', 'token_type'],
         properties: {
           active: { type: 'boolean', const: true },
           scope: SCOPE_STRING,
@@ -176,7 +176,7 @@ export const TOKEN_SERVER_SCHEMAS: Record<string, Json> = {
           iat: { type: 'integer' },
           iss: { type: 'string' },
           aud: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-          jti: { type: 'string' },
+          jti: { type: 'string', description: 'On every token this server issues.' },
           token_type: { type: 'string', const: 'Bearer' },
         },
         additionalProperties: false,
