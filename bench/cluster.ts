@@ -8,6 +8,7 @@
  * two-instance figure measures the cost of the extra hop and processes more than added capacity.
  */
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -145,7 +146,9 @@ export async function runClusterBench(): Promise<void> {
     );
     console.log(
       `cluster bench: ${SECONDS}s per figure after ${WARMUP}s warm-up, ${CONNECTIONS} connections, ` +
-        `load generator, nginx and instances on the same machine`,
+        `load generator, nginx and instances on the same machine; load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}`,
     );
   } finally {
     await drop().catch(() => undefined);

@@ -46,7 +46,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // real client for the per-address limits and the access log, and a forged header from any
     // other peer changes nothing.
     trustProxy: trustProxyOption(config.trustProxy),
-    return503OnClosing: true,
+    // A request that reaches a draining instance on a connection that is still open is served (its
+    // answer closes the connection), not refused: behind nginx a refused POST would be lost.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -178,6 +179,52 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     }
   });
 
+  it('sees the client nginx saw (TRUST_PROXY=1): per-address login limits count it, forged X-Forwarded-For or not', async () => {
+    const attempt = (from: string, forged: string) =>
+      new Promise<{ status: number; error: string }>((resolve, reject) => {
+        const target = new URL(`${env.cluster.httpUrl}/oauth/token`);
+        const body = 'grant_type=client_credentials';
+        const req = request(
+          {
+            host: target.hostname,
+            port: target.port,
+            path: target.pathname,
+            method: 'POST',
+            localAddress: from,
+            headers: {
+              'content-type': 'application/x-www-form-urlencoded',
+              'content-length': Buffer.byteLength(body),
+              authorization: `Basic ${Buffer.from(`cl_nobody${Math.random().toString(36).slice(2)}:wrong`).toString('base64')}`,
+              'x-forwarded-for': forged,
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, error: (JSON.parse(text) as { error: string }).error }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    // 30 failed client logins from 127.0.0.2, each naming another client and forging another
+    // address, spread by nginx over both auth instances: one shared per-address budget.
+    for (let i = 0; i < 30; i++) {
+      expect(await attempt('127.0.0.2', `203.0.113.${i + 1}`)).toEqual({
+        status: 401,
+        error: 'invalid_client',
+      });
+    }
+    expect(await attempt('127.0.0.2', '198.51.100.7')).toMatchObject({
+      status: 429,
+      error: 'rate_limit_exceeded',
+    });
+    // Another client address behind the same nginx is not punished for it.
+    expect(await attempt('127.0.0.3', '127.0.0.2')).toEqual({ status: 401, error: 'invalid_client' });
+  });
+
   it('keeps answering without Redis: limits fail open with a metric and one log line, then recover', async () => {
     const { userId, headers } = await caller('enterprise');
     const url = (base: string) => `${base}/v1/users/${userId}`;
@@ -234,6 +281,10 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
       (err, result) =>
         err ? finish({ errors: 1, timeouts: 0, non2xx: 0, requests: { total: 0 } } as never) : finish(result),
     );
+    const statuses = new Map<number, number>();
+    load.on('response', (_client: unknown, status: number) => {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    });
     await new Promise((r) => setTimeout(r, 500));
     await env.cluster.rollingRestart('api');
     load.stop();
@@ -241,6 +292,7 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     expect(result.requests.total).toBeGreaterThan(100);
     expect(result.errors).toBe(0);
     expect(result.timeouts).toBe(0);
+    expect([...statuses.keys()]).toEqual([200]);
     expect(result.non2xx).toBe(0);
   });
 });
