@@ -1,13 +1,19 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
-import { type GraphQLSchema, parse } from 'graphql';
+import { GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
 import { resolverMaps } from './resolvers/index.js';
 import { typeDefs } from './schema/index.js';
 
 function mergeResolvers(maps: typeof resolverMaps): GraphQLResolverMap<unknown> {
-  const merged: Record<string, Record<string, unknown>> = {};
+  const merged: Record<string, unknown> = {};
   for (const map of maps) {
-    for (const [type, fields] of Object.entries(map)) merged[type] = { ...merged[type], ...fields };
+    for (const [type, fields] of Object.entries(map)) {
+      // A scalar is one object, not a map of fields.
+      merged[type] =
+        fields instanceof GraphQLScalarType
+          ? fields
+          : { ...(merged[type] as Record<string, unknown> | undefined), ...fields };
+    }
   }
   return merged as GraphQLResolverMap<unknown>;
 }

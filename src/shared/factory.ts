@@ -1,8 +1,11 @@
 import type { Redis } from 'ioredis';
+import type { Broadcast } from './broadcast.js';
 import type { Cache } from './cache.js';
+import { MemoryBroadcast } from './memory-broadcast.js';
 import { MemoryCache } from './memory-cache.js';
 import { MemorySlidingWindowLimiter } from './memory-limiter.js';
 import type { SlidingWindowLimiter } from './rate-limiter.js';
+import { RedisBroadcast } from './redis-broadcast.js';
 import { RedisCache } from './redis-cache.js';
 import { RedisSlidingWindowLimiter } from './redis-limiter.js';
 import { failFast, SharedStateHealth } from './health.js';
@@ -10,6 +13,8 @@ import { failFast, SharedStateHealth } from './health.js';
 export interface SharedState {
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Messages to every instance (GraphQL subscriptions); close it on shutdown. */
+  broadcast: Broadcast;
   /** Whether Redis answers, and what went ahead without it (metrics, one log line per outage). */
   sharedHealth: SharedStateHealth;
 }
@@ -23,12 +28,14 @@ export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:
     return {
       limiter: failFast(redis, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
       cache: failFast(redis, new RedisCache(redis, `${keyPrefix}cache:`)),
+      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`),
       sharedHealth: new SharedStateHealth(redis),
     };
   }
   return {
     limiter: new MemorySlidingWindowLimiter(),
     cache: new MemoryCache(),
+    broadcast: new MemoryBroadcast(),
     sharedHealth: new SharedStateHealth(undefined),
   };
 }

@@ -20,6 +20,14 @@ export interface Store {
   /** Pool figures for /metrics (PostgreSQL only). */
   poolStats(): { total: number; idle: number; waiting: number } | undefined;
   close(): Promise<void>;
+  /** SQL statements sent since the store opened (tests hold batching to a constant count with it). */
+  statementCount(): number;
+}
+
+/** Kysely's log hook, used only to count statements; it runs once per executed query. */
+function statementCounter() {
+  const counter = { n: 0 };
+  return { counter, log: () => void (counter.n += 1) };
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; every int8 here fits a double.
@@ -38,8 +46,12 @@ function openSqlite(path: string): Store {
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(conn) }) });
-  return makeStore(db, 'sqlite', () => undefined);
+  const { counter, log } = statementCounter();
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(conn) }),
+    log,
+  });
+  return makeStore(db, 'sqlite', () => undefined, counter);
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -115,19 +127,26 @@ function openPostgres(url: string, max: number): Store {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNul(pool) }) });
-  return makeStore(db, 'postgres', () => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
+  const { counter, log } = statementCounter();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNul(pool) }), log });
+  return makeStore(
+    db,
+    'postgres',
+    () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
+    counter,
+  );
 }
 
-function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats']): Store {
+function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats'], counter: { n: number }): Store {
   return {
     db,
     dialect,
     poolStats,
+    statementCount: () => counter.n,
     async migrate() {
       const migrator = new Migrator({ db, provider: new StaticMigrationProvider(dialect) });
       const { error, results } = await migrator.migrateToLatest();
