@@ -1,5 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
+import { createClient as createSseClient } from 'graphql-sse';
+import { createClient as createWsClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,7 +34,7 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     [api1, api2] = env.cluster.role('api').map((p) => p.url) as [string, string];
     [auth1, auth2] = env.cluster.role('auth').map((p) => p.url) as [string, string];
     product = (await env.services.core.products.create({ name: 'Widget', priceCents: 1250 })).id;
-  }, 180_000);
+  }, 300_000);
 
   afterAll(async () => {
     await env?.stop();
@@ -223,6 +227,111 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     });
     // Another client address behind the same nginx is not punished for it.
     expect(await attempt('127.0.0.3', '127.0.0.2')).toEqual({ status: 401, error: 'invalid_client' });
+  });
+
+  it('delivers a comment added through api-1 to GraphQL subscribers on api-2 and through nginx (WebSocket and SSE)', async () => {
+    const { userId, headers } = await caller('enterprise');
+    const post = await env.services.core.posts.create(SYSTEM_ACTOR, {
+      title: 'Cluster post',
+      body: 'Watched from another instance',
+      authorId: userId,
+    });
+    const subscription = `subscription ($postId: ID!) { commentAdded(postId: $postId) { id body post { id } } }`;
+    const key = headers['x-api-key'];
+    const ws = (base: string) =>
+      createWsClient({
+        url: `${base.replace(/^http/, 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams: { 'x-api-key': key },
+        retryAttempts: 0,
+      });
+    const sse = (base: string) =>
+      createSseClient({ url: `${base}/graphql/stream`, headers: { 'x-api-key': key }, retryAttempts: 0 });
+    const subscribers = {
+      'ws api-2': ws(api2),
+      'sse api-2': sse(api2),
+      'ws nginx': ws(env.cluster.httpUrl),
+      'sse nginx': sse(env.cluster.httpUrl),
+    };
+    const received = new Map<string, Array<{ id: string; body: string; postId: string }>>();
+    const unsubscribe: Array<() => void> = [];
+    for (const [name, client] of Object.entries(subscribers)) {
+      received.set(name, []);
+      unsubscribe.push(
+        client.subscribe<{ commentAdded: { id: string; body: string; post: { id: string } } }>(
+          { query: subscription, variables: { postId: post.id } },
+          {
+            next: (r) => {
+              const c = r.data?.commentAdded;
+              if (c) received.get(name)!.push({ id: c.id, body: c.body, postId: c.post.id });
+            },
+            error: (err) => received.get(name)!.push({ id: 'error', body: String(err), postId: '' }),
+            complete: () => undefined,
+          },
+        ),
+      );
+    }
+    try {
+      // Subscriptions become live asynchronously; comment once a second until every subscriber
+      // has heard one. Delivery is at most once, so each comment is heard once or not at all.
+      const sent = new Map<string, string>();
+      const deadline = Date.now() + 20_000;
+      while ([...received.values()].some((list) => list.length === 0)) {
+        if (Date.now() > deadline)
+          throw new Error(`not every subscriber heard a comment: ${JSON.stringify([...received])}`);
+        const body = `comment ${sent.size + 1} through api-1`;
+        const res = await fetch(`${api1}/graphql`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            query: `mutation ($input: AddCommentInput!) { addComment(input: $input) { comment { id } errors { message } } }`,
+            variables: { input: { body, authorId: userId, postId: post.id } },
+          }),
+        });
+        const json = (await res.json()) as { data: { addComment: { comment: { id: string } } } };
+        expect(res.status).toBe(200);
+        sent.set(json.data.addComment.comment.id, body);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      for (const [name, list] of received) {
+        expect(list.length, name).toBeGreaterThan(0);
+        expect(new Set(list.map((c) => c.id)).size, `${name}: no duplicates`).toBe(list.length);
+        for (const c of list)
+          expect({ name, body: c.body, postId: c.postId }).toEqual({
+            name,
+            body: sent.get(c.id),
+            postId: post.id,
+          });
+      }
+    } finally {
+      for (const u of unsubscribe) u();
+      await Promise.all(Object.values(subscribers).map((c) => c.dispose()));
+    }
+  });
+
+  it('runs a persisted query registered on api-1 by its hash on api-2 and through nginx', async () => {
+    const { headers } = await caller('enterprise');
+    const query = `query ClusterPosts { posts(first: 1) { edges { node { id } } } }`;
+    const sha256Hash = createHash('sha256').update(query).digest('hex');
+    const extensions = { persistedQuery: { version: 1, sha256Hash } };
+    const send = (base: string, body: unknown) =>
+      fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+    // Unknown everywhere at first.
+    expect((await send(api2, { extensions })).body).toMatchObject({
+      errors: [{ extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }],
+    });
+    const registered = await send(api1, { query, extensions });
+    expect(registered.status).toBe(200);
+    expect(registered.body.errors).toBeUndefined();
+    for (const base of [api2, env.cluster.httpUrl]) {
+      const byHash = await send(base, { extensions });
+      expect(byHash.status).toBe(200);
+      expect(byHash.body).toEqual(registered.body);
+    }
   });
 
   it('keeps answering without Redis: limits fail open with a metric and one log line, then recover', async () => {

@@ -28,7 +28,7 @@ describe.skipIf(skip !== undefined)('the cluster when PostgreSQL restarts', { ti
       redisUrl: redis.url,
       databaseUrl: pg.databaseUrl('atrium'),
     });
-  }, 180_000);
+  }, 300_000);
 
   afterAll(async () => {
     await env?.stop();

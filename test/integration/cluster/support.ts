@@ -206,7 +206,7 @@ export async function startTestCluster(options: {
     nginxBinary: NGINX,
     shutdownDelayMs: options.shutdownDelayMs ?? 500,
     env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', ...options.env },
-    startTimeoutMs: 90_000,
+    startTimeoutMs: 240_000,
   };
   let cluster: Cluster;
   try {
