@@ -234,3 +234,6 @@ async function main() {
 await main();
 // Webhook deliveries/s and outbox lag (bench/webhooks.ts); BENCH_WEBHOOKS=0 skips it.
 if (process.env.BENCH_WEBHOOKS !== '0') await runWebhookBench();
+
+// Scale-out figures need nginx, PostgreSQL and Redis: opt in (docs/deployment.md, "Sizing").
+if (process.env.BENCH_CLUSTER === '1') await (await import('./cluster.js')).runClusterBench();

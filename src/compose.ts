@@ -24,6 +24,7 @@ import { createLogger } from './observability/logger.js';
 import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
+import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
@@ -55,6 +56,8 @@ export interface Services {
   cache: Cache;
   /** Messages to every instance (GraphQL subscriptions): Redis pub/sub or this process. */
   broadcast: Broadcast;
+  /** Whether Redis answers, and what went ahead without it. */
+  sharedHealth: SharedStateHealth;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
@@ -73,6 +76,8 @@ export interface ServicesOptions {
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
+/** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
+const REDIS_START_WAIT_MS = 5_000;
 
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
@@ -93,7 +98,13 @@ export async function createServices(config: Config, options: ServicesOptions = 
     redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
     const afterAuth: AfterAuthentication[] = [];
     const readiness: ReadinessCheck[] = [{ name: 'database', check: () => store.ping() }];
-    if (redis) readiness.push({ name: 'redis', check: async () => void (await redis.ping()) });
+    // The worker's queue lives in the database; limits, caches and broadcast (Redis) serve requests.
+    if (redis)
+      readiness.push({
+        name: 'redis',
+        check: async () => void (await redis.ping()),
+        roles: ['api', 'auth', 'grpc'],
+      });
     const services: Services = {
       config,
       logger,
@@ -116,7 +127,9 @@ export async function createServices(config: Config, options: ServicesOptions = 
       draining: false,
       metrics: new Registry(),
     };
-    services.afterAuth.push(rateLimitStep(services.limiter, logger));
+    services.sharedHealth.useLogger(logger);
+    if (redis) await untilReady(redis, REDIS_START_WAIT_MS);
+    services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));
     invalidateUsersOnChange(bus, services.cache, logger);
     services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
     authenticator.useBearerVerifier(services.oauth.bearer);
@@ -180,13 +193,14 @@ export async function createAtrium(
   let http: FastifyInstance | undefined;
   const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
   try {
-    const wantsHttp = roles.some((r) => r === 'api' || r === 'auth');
+    // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
+    const wantsHttp = roles.length > 0;
     if (wantsHttp) {
       http = createHttpApp({
         config,
         logger: services.logger,
         store: services.store,
-        readiness: services.readiness,
+        readiness: services.readiness.filter((c) => !c.roles || c.roles.some((r) => roles.includes(r))),
         isDraining: () => services.draining,
         metrics: services.metrics,
       });
@@ -221,6 +235,10 @@ export async function createAtrium(
     close() {
       closed ??= (async () => {
         services.draining = true;
+        // Behind a balancer: keep answering (readiness 503, connections closed after each answer)
+        // so kept-alive connections end cleanly before the listener goes away.
+        if (http && config.shutdownDelayMs > 0)
+          await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
         await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();

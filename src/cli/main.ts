@@ -5,12 +5,14 @@ import { printResult, reportFailure, UsageError } from './io.js';
 import { runMigrate } from './migrate.js';
 import { runSeed } from './seed.js';
 import { runServe } from './serve.js';
+import { runCluster } from './cluster.js';
 
 const USAGE = `usage: atrium <command> [options]
 
   serve [--role api|auth|grpc|worker[,...]]   run the service (default: every role)
   migrate                                      apply database migrations
   seed [--size small|large]                    load demo data; prints the secrets once
+  cluster [--http-port P] [--api N ...]        the deployment layout behind nginx (docs/deployment.md)
 ${Object.keys(ADMIN_COMMANDS)
   .map((c) => `  ${c}`)
   .join('\n')}
@@ -28,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
     if (first === 'serve') return await runServe(argv.slice(1));
     if (first === 'migrate') return await runMigrate(argv.slice(1));
     if (first === 'seed') return await runSeed(argv.slice(1));
+    if (first === 'cluster') return await runCluster(argv.slice(1));
     const name = `${first} ${second ?? ''}`.trim();
     const command = ADMIN_COMMANDS[name];
     if (!command) throw new UsageError(`unknown command "${name}"; run "atrium --help"`);

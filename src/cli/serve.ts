@@ -2,6 +2,7 @@ import { loadConfig } from '../config/load.js';
 import { createAtrium, SERVER_ROLES, type ServerRole } from '../compose.js';
 import { parse } from './args.js';
 import { UsageError } from './io.js';
+import { claimSqlite } from '../process/sqlite-guard.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
   if (value === undefined || value === 'all') return [...SERVER_ROLES];
@@ -18,7 +19,12 @@ export async function runServe(argv: string[]): Promise<number> {
   const { values } = parse(argv, { role: { type: 'string' } });
   const roles = parseRoles(values.role);
   const config = loadConfig();
-  const atrium = await createAtrium(config, roles);
+  const sqlite = claimSqlite(config.databaseUrl);
+  const atrium = await createAtrium(config, roles).catch((err: unknown) => {
+    sqlite?.release();
+    throw err;
+  });
+  atrium.services.onClose.push(async () => sqlite?.release());
   const log = atrium.services.logger;
   const { httpUrl, grpcAddress } = await atrium.listen();
   log.info(

@@ -29,6 +29,7 @@ export interface Config {
   bodyLimitBytes: number;
   /** Proxies whose X-Forwarded-For is believed: false, a hop count, or addresses and CIDRs. */
   trustProxy: false | number | string[];
+  shutdownDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -205,6 +206,13 @@ export const VARIABLES: VariableSpec[] = [
     meaning:
       'proxies whose X-Forwarded-For names the client (per-address login limits, logs); from any other peer the header is ignored',
   },
+  {
+    name: 'SHUTDOWN_DELAY_MS',
+    default: '0',
+    accepts: 'an integer number of milliseconds, 0-60000',
+    meaning:
+      'on SIGTERM, keep serving this long (readiness 503, every answer closing its connection) before refusing new connections; for processes behind a load balancer',
+  },
 ];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -320,6 +328,12 @@ export function parseConfig(env: Env): Config {
   );
 
   const trustProxy = parseTrustProxy(get('TRUST_PROXY'));
+  const shutdownDelayMs = int(
+    'SHUTDOWN_DELAY_MS',
+    get('SHUTDOWN_DELAY_MS') ?? '0',
+    'an integer number of milliseconds, 0-60000',
+    (n) => n >= 0 && n <= 60_000,
+  );
 
   return {
     host,
@@ -342,6 +356,7 @@ export function parseConfig(env: Env): Config {
     requestTimeoutMs,
     bodyLimitBytes,
     trustProxy,
+    shutdownDelayMs,
   };
 }
 

@@ -52,7 +52,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // real client for the per-address limits and the access log, and a forged header from any
     // other peer changes nothing.
     trustProxy: trustProxyOption(config.trustProxy),
-    return503OnClosing: true,
+    // A request that reaches a draining instance on a connection that is still open is served (its
+    // answer closes the connection), not refused: behind nginx a refused POST would be lost.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },
@@ -100,6 +102,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       'request',
     );
     done();
+  });
+  // While draining, every answer closes its connection, so a balancer's kept-alive connections end
+  // after a response instead of being cut under a request it just sent.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (options.isDraining()) reply.header('connection', 'close');
+    done(null, payload);
   });
   registerHealth(app, options.readiness, options.isDraining);
   registerMetrics(app, options.store, options.metrics);

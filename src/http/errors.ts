@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+import { isStoreUnavailable } from '../store/errors.js';
 
 /** A client gets at most this many field problems; the rest are counted, not listed. */
 export const MAX_DETAILS = 20;
@@ -189,9 +190,22 @@ export function toDomainError(err: unknown): DomainError {
     const mapped = fromFastify(fe);
     if (mapped) return mapped;
   }
+  if (isStoreUnavailable(err)) return storeUnavailable();
   return new DomainError(
     'internal_error',
     'An unexpected error occurred. Quote the request_id when reporting it.',
+  );
+}
+
+/** The database is restarting or unreachable: the client may retry, so a 503 with Retry-After. */
+export function storeUnavailable(): DomainError {
+  return new DomainError(
+    'unavailable',
+    'The service cannot reach its database right now; retry shortly.',
+    [],
+    {
+      headers: { 'retry-after': '1' },
+    },
   );
 }
 
@@ -273,6 +287,8 @@ export function sendError(
 ): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
+  else if (err.code === 'unavailable' && !(thrown instanceof DomainError))
+    request.log.warn({ err: (thrown as Error)?.message }, 'database unavailable; answered 503');
   const { status, body } = errorBody(err, String(request.id), upperCase?.(err.code) ?? false);
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);

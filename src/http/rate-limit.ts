@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../domain/errors.js';
+import type { SharedStateHealth } from '../shared/health.js';
 import type { SlidingWindowLimiter } from '../shared/rate-limiter.js';
 import type { RateDecision } from '../shared/rate-limiter.js';
 import type { Tier } from '../store/types.js';
@@ -39,16 +40,23 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
  * X-RateLimit headers on the reply (so every authenticated response carries them, errors
  * included) and refuses with 429 once the window is full.
  *
- * When the limiter's store cannot answer (Redis down) the request is let through unlimited and the
- * failure logged: an outage of the shared counter should not take the whole API down with it.
+ * When the limiter's store cannot answer (Redis down) the request is let through unlimited, without
+ * X-RateLimit headers, counted in `atrium_shared_state_degraded_total{component="rate_limiter"}` and
+ * logged once per outage: an outage of the shared counter should not take the whole API down with it.
  */
-export function rateLimitStep(limiter: SlidingWindowLimiter, logger: Logger): AfterAuthentication {
+export function rateLimitStep(
+  limiter: SlidingWindowLimiter,
+  logger: Logger,
+  health?: SharedStateHealth,
+): AfterAuthentication {
   return async (principal, request, reply: FastifyReply) => {
     const limit = limitFor(principal);
     let decision: RateDecision;
     try {
       decision = await limiter.hit(restKey(principal), limit, RATE_LIMIT_WINDOW_SECONDS);
     } catch (err) {
+      if (health)
+        return health.degraded('rate_limiter', 'rate limits fail open (requests are not limited)', err);
       (request.log ?? logger).warn(
         { err: err instanceof Error ? err.message : String(err) },
         'rate limiter unavailable; request not limited',

@@ -8,6 +8,7 @@ import { protectedExampleRoutes } from './rest/protected/routes.js';
 import { tokenServerRoutes } from '../oauth/routes.js';
 import { graphqlModule } from '../graphql/module.js';
 import { webhooksRouteModule } from './rest/webhooks/index.js';
+import { sharedStateMetricsModule } from '../process/metrics-module.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
 export interface RouteModule {
@@ -27,4 +28,5 @@ export const ROUTE_MODULES: RouteModule[] = [
   tokenServerRoutes,
   graphqlModule,
   webhooksRouteModule,
+  sharedStateMetricsModule,
 ];

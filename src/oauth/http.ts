@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
 import { InvalidRequest, OAuthError, ServerError } from './errors.js';
+import { isStoreUnavailable } from '../store/errors.js';
 
 /** Form bodies of the token server are small; a larger one is an attack or a mistake. */
 export const FORM_BODY_LIMIT = 16 * 1024;
@@ -100,6 +101,16 @@ function toOAuthError(thrown: unknown): OAuthError {
     if (status === 413) return new OAuthError('invalid_request', 'The request body is too large.', 413);
     if (status === 415) return new InvalidRequest('The request content type is not supported here.');
     return new InvalidRequest('The request is malformed.');
+  }
+  if (isStoreUnavailable(thrown) || (thrown instanceof DomainError && thrown.code === 'unavailable')) {
+    return new OAuthError(
+      'temporarily_unavailable',
+      'The authorization server is temporarily unavailable.',
+      503,
+      {
+        'Retry-After': '1',
+      },
+    );
   }
   return new ServerError();
 }

@@ -8,12 +8,15 @@ import type { SlidingWindowLimiter } from './rate-limiter.js';
 import { RedisBroadcast } from './redis-broadcast.js';
 import { RedisCache } from './redis-cache.js';
 import { RedisSlidingWindowLimiter } from './redis-limiter.js';
+import { failFast, SharedStateHealth } from './health.js';
 
 export interface SharedState {
   limiter: SlidingWindowLimiter;
   cache: Cache;
   /** Messages to every instance (GraphQL subscriptions); close it on shutdown. */
   broadcast: Broadcast;
+  /** Whether Redis answers, and what went ahead without it (metrics, one log line per outage). */
+  sharedHealth: SharedStateHealth;
 }
 
 /**
@@ -23,14 +26,16 @@ export interface SharedState {
 export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:'): SharedState {
   if (redis) {
     return {
-      limiter: new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`),
-      cache: new RedisCache(redis, `${keyPrefix}cache:`),
+      limiter: failFast(redis, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
+      cache: failFast(redis, new RedisCache(redis, `${keyPrefix}cache:`)),
       broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`),
+      sharedHealth: new SharedStateHealth(redis),
     };
   }
   return {
     limiter: new MemorySlidingWindowLimiter(),
     cache: new MemoryCache(),
     broadcast: new MemoryBroadcast(),
+    sharedHealth: new SharedStateHealth(undefined),
   };
 }

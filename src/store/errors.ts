@@ -12,3 +12,40 @@ export function isForeignKeyViolation(err: unknown): boolean {
   const e = err as { code?: unknown } | null;
   return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
+
+/** PostgreSQL SQLSTATEs that mean "the server is going away or cannot take you now". */
+const UNAVAILABLE_STATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+]);
+/** node-postgres reports a lost or refused connection with these texts and no code. */
+const UNAVAILABLE_TEXT =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|Client was closed/i;
+
+/**
+ * True when the store could not be reached (a restart, a failover, a full pool) rather than when
+ * the statement was wrong: the request may succeed if retried, so it is a 503, not a 500.
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && (UNAVAILABLE_STATES.has(e.code) || UNAVAILABLE_ERRNOS.has(e.code)))
+    return true;
+  if (e.code === 'SQLITE_BUSY') return true;
+  return e.code === undefined && typeof e.message === 'string' && UNAVAILABLE_TEXT.test(e.message);
+}

@@ -14,8 +14,9 @@ export interface TestDatabase {
 export const testDialect = (): 'sqlite' | 'postgres' =>
   process.env.TEST_DATABASE_URL?.startsWith('postgres') ? 'postgres' : 'sqlite';
 
-export async function freshDatabase(): Promise<TestDatabase> {
-  const admin = process.env.TEST_DATABASE_URL;
+/** `adminUrl` names a PostgreSQL server to use whatever TEST_DATABASE_URL says (the cluster tests). */
+export async function freshDatabase(options: { adminUrl?: string } = {}): Promise<TestDatabase> {
+  const admin = options.adminUrl ?? process.env.TEST_DATABASE_URL;
   if (!admin || !admin.startsWith('postgres')) {
     return { url: 'sqlite::memory:', dialect: 'sqlite', drop: async () => undefined };
   }

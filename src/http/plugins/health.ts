@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 export interface ReadinessCheck {
   name: string;
   check(): Promise<void>;
+  /** The process roles that depend on it; absent: every role does (the database). */
+  roles?: readonly ('api' | 'auth' | 'grpc' | 'worker')[];
 }
 
 /** /healthz: the process lives. /readyz: every dependency (database, Redis) answers. */

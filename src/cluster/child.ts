@@ -1,0 +1,86 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+
+/** A supervised child process whose output goes to a log file. */
+export class Child {
+  private process: ChildProcess | undefined;
+  private exited: Promise<number | null> = Promise.resolve(null);
+  private log: WriteStream | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly command: string,
+    private readonly args: string[],
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly logPath: string,
+    private readonly cwd: string,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  get running(): boolean {
+    return this.process !== undefined && this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  start(): void {
+    this.log ??= createWriteStream(this.logPath, { flags: 'a' });
+    const child = spawn(this.command, this.args, {
+      cwd: this.cwd,
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.pipe(this.log, { end: false });
+    child.stderr!.pipe(this.log, { end: false });
+    this.process = child;
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code) => resolve(code));
+      child.once('error', (err) => {
+        this.log?.write(`${this.name}: could not start: ${err.message}\n`);
+        resolve(null);
+      });
+    });
+  }
+
+  /** Resolves with the exit code once the process has ended (at once when it is not running). */
+  whenExited(): Promise<number | null> {
+    return this.exited;
+  }
+
+  /** Sends `signal`, then SIGKILL after `graceMs`; resolves when the process has exited. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 35_000): Promise<number | null> {
+    const child = this.process;
+    if (!child || !this.running) return this.exited;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  closeLog(): void {
+    this.log?.end();
+    this.log = undefined;
+  }
+}
+
+/** Polls `url` until it answers 200; throws after `timeoutMs` or when `alive()` turns false. */
+export async function waitForOk(url: string, timeoutMs: number, alive: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer';
+  while (Date.now() < deadline) {
+    if (!alive()) throw new Error(`exited before ${url} answered (${last})`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (res.status === 200) return;
+      last = `status ${res.status}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (${last})`);
+}

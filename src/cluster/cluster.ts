@@ -1,0 +1,249 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../config/schema.js';
+import { Child, waitForOk } from './child.js';
+import { ensureDatabase } from './database.js';
+import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
+import { type NginxSite, renderNginxMain } from './nginx-config.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ClusterOptions {
+  /** PostgreSQL; the database is created when missing. SQLite is refused. */
+  databaseUrl: string;
+  redisUrl: string;
+  layout: LayoutCounts;
+  /** Interface for nginx and every process. */
+  host?: string;
+  /** nginx's HTTP listener (REST, GraphQL, token server). */
+  httpPort: number;
+  /** nginx's gRPC (h2c) listener. */
+  grpcPort: number;
+  /** First port of the processes (see planLayout); `ports` gives them one by one instead. */
+  basePort?: number;
+  ports?: number[];
+  nginxBinary?: string;
+  /** How to run the atrium CLI; default the built one (`node bin/atrium.js`). */
+  command?: string[];
+  /** Extra environment for every process (NODE_ENV, LOG_LEVEL, JWT_SECRET, ...). */
+  env?: Record<string, string>;
+  /** SIGTERM-to-exit drain of each process (SHUTDOWN_DELAY_MS); default 1000. */
+  shutdownDelayMs?: number;
+  /** Working directory for logs and nginx; a fresh temporary one by default. */
+  runDir?: string;
+  startTimeoutMs?: number;
+}
+
+export interface RunningProcess {
+  spec: ProcessSpec;
+  child: Child;
+  url: string;
+}
+
+/** nginx skips a failed instance this long (fail_timeout in nginx-config.ts), plus a margin. */
+const NGINX_RETRY_AFTER_MS = 2_500;
+
+/**
+ * One machine running the deployment layout: `atrium serve --role R` processes against one
+ * PostgreSQL and one Redis, behind a private nginx (its own prefix and config in `runDir`, not the
+ * system service). Used by `atrium cluster`, the cluster tests and the cluster benchmark.
+ */
+export class Cluster {
+  private nginx: Child | undefined;
+  private constructor(
+    readonly options: ClusterOptions,
+    readonly runDir: string,
+    readonly processes: RunningProcess[],
+    private readonly command: string[],
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  get httpUrl(): string {
+    return `http://${hostForUrl(this.options.host ?? '127.0.0.1')}:${this.options.httpPort}`;
+  }
+
+  get grpcAddress(): string {
+    return `${hostForUrl(this.options.host ?? '127.0.0.1')}:${this.options.grpcPort}`;
+  }
+
+  /** The processes of one role, in order (api-1, api-2, ...). */
+  role(role: ProcessSpec['role']): RunningProcess[] {
+    return this.processes.filter((p) => p.spec.role === role);
+  }
+
+  static async start(options: ClusterOptions): Promise<Cluster> {
+    if (!/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
+      throw new ConfigError(
+        'DATABASE_URL',
+        'postgres://... for a cluster: several processes cannot share one SQLite file (docs/deployment.md)',
+        options.databaseUrl,
+      );
+    }
+    await ensureDatabase(options.databaseUrl);
+    const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
+    mkdirSync(join(runDir, 'logs'), { recursive: true });
+    const host = options.host ?? '127.0.0.1';
+    const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
+    const publicUrl = `http://${hostForUrl(host)}:${options.httpPort}`;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: process.env.NODE_ENV === 'test' ? 'development' : (process.env.NODE_ENV ?? 'development'),
+      ...options.env,
+      HOST: host,
+      DATABASE_URL: options.databaseUrl,
+      REDIS_URL: options.redisUrl,
+      PUBLIC_URL: publicUrl,
+      AUTH_URL: options.env?.AUTH_URL ?? publicUrl,
+      // One proxy hop (this nginx) sits in front of every process; see deploy/README.md.
+      TRUST_PROXY: options.env?.TRUST_PROXY ?? '1',
+      SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 1000),
+    };
+    const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
+    const processes = specs.map((spec) => ({
+      spec,
+      url: `http://${hostForUrl(host)}:${spec.port}`,
+      child: new Child(
+        spec.name,
+        command[0]!,
+        [...command.slice(1), 'serve', '--role', spec.role],
+        { ...env, PORT: String(spec.port), GRPC_PORT: String(spec.grpcPort) },
+        join(runDir, 'logs', `${spec.name}.log`),
+        ROOT,
+      ),
+    }));
+    const cluster = new Cluster(options, runDir, processes, command, env);
+    try {
+      await cluster.migrate();
+      await Promise.all(processes.map((p) => cluster.startProcess(p)));
+      await cluster.startNginx();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** Migrations run once, before any instance starts (the upgrade procedure of docs/deployment.md). */
+  private async migrate(): Promise<void> {
+    const child = new Child(
+      'migrate',
+      this.command[0]!,
+      [...this.command.slice(1), 'migrate'],
+      this.env,
+      join(this.runDir, 'logs', 'migrate.log'),
+      ROOT,
+    );
+    child.start();
+    const code = await child.whenExited();
+    child.closeLog();
+    if (code !== 0) throw new Error(`atrium migrate failed (exit ${code}): ${this.tail('migrate')}`);
+  }
+
+  private async startProcess(p: RunningProcess): Promise<void> {
+    p.child.start();
+    try {
+      await waitForOk(`${p.url}/readyz`, this.options.startTimeoutMs ?? 60_000, () => p.child.running);
+    } catch (err) {
+      throw new Error(
+        `${p.spec.name} did not become ready: ${(err as Error).message}\n${this.tail(p.spec.name)}`,
+      );
+    }
+  }
+
+  private async startNginx(): Promise<void> {
+    const host = this.options.host ?? '127.0.0.1';
+    const address = (port: number) => `${hostForUrl(host)}:${port}`;
+    const site: NginxSite = {
+      httpListen: address(this.options.httpPort),
+      grpcListen: address(this.options.grpcPort),
+      api: this.role('api').map((p) => address(p.spec.port)),
+      auth: this.role('auth').map((p) => address(p.spec.port)),
+      grpc: this.role('grpc').map((p) => address(p.spec.grpcPort)),
+    };
+    const conf = join(this.runDir, 'nginx.conf');
+    writeFileSync(conf, renderNginxMain(site, this.runDir));
+    const binary = this.options.nginxBinary ?? '/usr/sbin/nginx';
+    this.nginx = new Child(
+      'nginx',
+      binary,
+      ['-p', this.runDir, '-c', conf, '-e', join(this.runDir, 'error.log'), '-g', 'daemon off;'],
+      { PATH: process.env.PATH ?? '' },
+      join(this.runDir, 'logs', 'nginx.log'),
+      this.runDir,
+    );
+    this.nginx.start();
+    const nginx = this.nginx;
+    try {
+      await waitForOk(`${this.httpUrl}/healthz`, 15_000, () => nginx.running);
+    } catch (err) {
+      throw new Error(
+        `nginx (${binary}) did not start: ${(err as Error).message}\n${this.tail('nginx')}${readOr(join(this.runDir, 'error.log'))}`,
+      );
+    }
+  }
+
+  /** The process called `name` (`api-1`, ...). */
+  process(name: string): RunningProcess {
+    const p = this.processes.find((x) => x.spec.name === name);
+    if (!p) throw new Error(`no process ${name}`);
+    return p;
+  }
+
+  /** SIGTERM (the process drains and exits), start it again, wait until it is ready. */
+  async restart(name: string): Promise<void> {
+    const p = this.process(name);
+    const code = await p.child.stop('SIGTERM');
+    if (code !== 0) throw new Error(`${name} exited ${code} on SIGTERM: ${this.tail(name)}`);
+    await this.startProcess(p);
+  }
+
+  /**
+   * Restarts every process of `role` one after the other; before stopping the next it waits until
+   * nginx has taken the restarted one back into rotation.
+   */
+  async rollingRestart(role: ProcessSpec['role']): Promise<void> {
+    for (const p of this.role(role)) {
+      await this.restart(p.spec.name);
+      await new Promise((r) => setTimeout(r, NGINX_RETRY_AFTER_MS));
+    }
+  }
+
+  /** Stops nginx (gracefully), then every process (SIGTERM, drain), in parallel. */
+  async stop(): Promise<void> {
+    await this.nginx?.stop('SIGQUIT', 10_000);
+    this.nginx?.closeLog();
+    await Promise.all(
+      this.processes.map(async (p) => {
+        await p.child.stop('SIGTERM');
+        p.child.closeLog();
+      }),
+    );
+  }
+
+  /** Removes the run directory (logs, nginx config); after stop(). */
+  removeRunDir(): void {
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+
+  /** The last lines a process wrote, for error messages. */
+  tail(name: string, lines = 20): string {
+    return readOr(join(this.runDir, 'logs', `${name}.log`))
+      .split('\n')
+      .slice(-lines)
+      .join('\n');
+  }
+}
+
+function readOr(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}

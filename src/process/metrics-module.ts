@@ -1,0 +1,32 @@
+import { Counter, Gauge } from 'prom-client';
+import type { RouteModule } from '../http/routes.js';
+
+/**
+ * Figures every role's /metrics carries about the parts it shares with other instances:
+ * whether Redis answers, and how many requests went ahead without it (fail-open decisions).
+ */
+export const sharedStateMetricsModule: RouteModule = {
+  name: 'shared-state-metrics',
+  roles: ['api', 'auth', 'grpc', 'worker'],
+  register(app, services) {
+    const health = services.sharedHealth;
+    new Gauge({
+      name: 'atrium_redis_up',
+      help: 'Whether the Redis connection is ready (1) or not (0); absent without REDIS_URL',
+      registers: [app.metricsRegistry],
+      collect() {
+        if (health.configured) this.set(health.up ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'atrium_shared_state_degraded_total',
+      help: 'Requests served without Redis, by component (rate_limiter: not limited)',
+      labelNames: ['component'],
+      registers: [app.metricsRegistry],
+      collect() {
+        this.reset();
+        for (const [component, n] of health.degradedCounts()) this.inc({ component }, n);
+      },
+    });
+  },
+};

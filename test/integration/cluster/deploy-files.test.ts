@@ -1,0 +1,84 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LAYOUT, planLayout } from '../../../src/cluster/layout.js';
+import { COMPOSE_SITE, renderNginxMain, renderNginxSite } from '../../../src/cluster/nginx-config.js';
+import { root } from '../../helpers/cli.js';
+import { NGINX, ON_CI } from './support.js';
+
+const read = (path: string) => readFileSync(join(root, path), 'utf8');
+
+describe('deploy/: what containers run is what the cluster runs', () => {
+  it('deploy/nginx/atrium.conf is the rendered configuration (npm run cluster renders the same)', () => {
+    expect(read('deploy/nginx/atrium.conf')).toBe(renderNginxSite(COMPOSE_SITE));
+  });
+
+  it('compose.yaml runs the reference layout: 2 api, 1 auth, 1 grpc, 2 worker, migrations first', () => {
+    const compose = read('deploy/compose.yaml');
+    for (const [role, count] of Object.entries(DEFAULT_LAYOUT)) {
+      const lines = compose.match(
+        new RegExp(
+          `^  ${role}-\\d+: \\{ <<: \\*atrium, command: \\["serve", "--role", "${role}"\\] \\}$`,
+          'gm',
+        ),
+      );
+      expect(lines, role).toHaveLength(count);
+    }
+    expect(compose).toContain('command: ["migrate"]');
+    expect(compose).toContain('migrate: { condition: service_completed_successfully }');
+    expect(compose).toContain('TRUST_PROXY: "1"');
+    const upstreams = COMPOSE_SITE.api.length + COMPOSE_SITE.auth.length + COMPOSE_SITE.grpc.length;
+    expect(upstreams).toBe(DEFAULT_LAYOUT.api + DEFAULT_LAYOUT.auth + DEFAULT_LAYOUT.grpc);
+    expect(read('deploy/Dockerfile')).toMatch(/ENTRYPOINT \["node", "bin\/atrium.js"\]/);
+  });
+
+  it('routes each surface as the issue asks: keep-alive, WebSocket upgrade, unbuffered SSE, h2c gRPC', () => {
+    const conf = renderNginxSite(COMPOSE_SITE);
+    expect(conf.match(/keepalive 32;/g)).toHaveLength(3);
+    expect(conf).toMatch(
+      /location = \/graphql \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*Connection \$atrium_connection;/,
+    );
+    expect(conf).toMatch(/location \/graphql\/stream \{[^}]*proxy_buffering off;/);
+    expect(conf).toMatch(/listen 8081 http2;[\s\S]*grpc_pass grpc:\/\/atrium_grpc;/);
+    expect(conf).toMatch(/location \/oauth\/ \{[^}]*proxy_pass http:\/\/atrium_auth;/);
+    expect(conf).toContain('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;');
+    expect(conf).toContain('proxy_next_upstream error timeout;');
+    expect(conf).not.toContain('http_503');
+    expect(conf).not.toContain('non_idempotent');
+  });
+
+  it.skipIf(!NGINX && !ON_CI)('nginx itself accepts the configuration `atrium cluster` writes', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'atrium-nginx-t-'));
+    try {
+      const specs = planLayout(DEFAULT_LAYOUT, 4000);
+      const at = (p: number) => `127.0.0.1:${p}`;
+      const conf = join(dir, 'nginx.conf');
+      writeFileSync(
+        conf,
+        renderNginxMain(
+          {
+            httpListen: at(18080),
+            grpcListen: at(18081),
+            api: specs.filter((s) => s.role === 'api').map((s) => at(s.port)),
+            auth: specs.filter((s) => s.role === 'auth').map((s) => at(s.port)),
+            grpc: specs.filter((s) => s.role === 'grpc').map((s) => at(s.grpcPort)),
+          },
+          dir,
+        ),
+      );
+      const out = execFileSync(
+        NGINX ?? 'nginx',
+        ['-t', '-p', dir, '-c', conf, '-e', join(dir, 'error.log')],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      expect(out).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

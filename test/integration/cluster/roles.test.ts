@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster } from '../../../src/cluster/cluster.js';
+import { DEFAULT_LAYOUT } from '../../../src/cluster/layout.js';
+import { ConfigError } from '../../../src/config/schema.js';
+import { claimSqlite } from '../../../src/process/sqlite-guard.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { TEST_REDIS_URL } from '../../helpers/redis.js';
+
+describe('roles: each process starts only its part and reports its own dependencies', () => {
+  const started: TestAtrium[] = [];
+  const start = async (roles: ('api' | 'auth' | 'grpc' | 'worker')[]) => {
+    const atrium = await startTestAtrium({ REDIS_URL: TEST_REDIS_URL }, roles);
+    started.push(atrium);
+    return atrium;
+  };
+  afterAll(async () => {
+    await Promise.all(started.map((a) => a.stop()));
+  });
+
+  it('api: REST routes, no token server; ready needs the database and Redis', async () => {
+    const api = await start(['api']);
+    expect((await api.http!.inject({ url: '/api/v2/orders' })).statusCode).toBe(401);
+    expect((await api.http!.inject({ method: 'POST', url: '/oauth/token' })).statusCode).toBe(404);
+    const ready = await api.http!.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json().checks).toEqual({ database: 'ok', redis: 'ok' });
+  });
+
+  it('auth: the token server, no REST; ready needs the database and Redis (brute-force limits)', async () => {
+    const auth = await start(['auth']);
+    expect((await auth.http!.inject({ url: '/api/v2/orders' })).statusCode).toBe(404);
+    expect((await auth.http!.inject({ url: '/.well-known/oauth-authorization-server' })).statusCode).toBe(
+      200,
+    );
+    expect((await auth.http!.inject({ url: '/readyz' })).json().checks).toEqual({
+      database: 'ok',
+      redis: 'ok',
+    });
+  });
+
+  it('worker: only health and metrics over HTTP; ready needs the database alone', async () => {
+    const worker = await start(['worker']);
+    expect((await worker.http!.inject({ url: '/api/v2/orders' })).statusCode).toBe(404);
+    expect((await worker.http!.inject({ url: '/.well-known/jwks.json' })).statusCode).toBe(404);
+    expect((await worker.http!.inject({ url: '/healthz' })).statusCode).toBe(200);
+    const ready = await worker.http!.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json().checks).toEqual({ database: 'ok' });
+    expect((await worker.http!.inject({ url: '/metrics' })).body).toMatch(/atrium_redis_up 1/);
+  });
+
+  it('answers 503 with connections closed once draining, before the listener goes away', async () => {
+    const api = await start(['api']);
+    api.services.draining = true;
+    const ready = await api.http!.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().checks.process).toBe('draining');
+    expect(ready.headers.connection).toBe('close');
+    api.services.draining = false;
+    expect((await api.http!.inject({ url: '/healthz' })).headers.connection).not.toBe('close');
+  });
+});
+
+describe('SQLite is served by one process', () => {
+  let dir: string;
+  let url: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'atrium-sqlite-guard-'));
+    url = `sqlite:${join(dir, 'atrium.db')}`;
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a second serving process on the same file with one line naming DATABASE_URL', async () => {
+    const other = spawn('sleep', ['30']);
+    try {
+      writeFileSync(join(dir, 'atrium.db.serve-lock'), `${other.pid}\n`);
+      let thrown: unknown;
+      try {
+        claimSqlite(url);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(ConfigError);
+      expect((thrown as ConfigError).variable).toBe('DATABASE_URL');
+      expect((thrown as Error).message).toContain(`process ${other.pid} already serves it`);
+      expect((thrown as Error).message).toContain('PostgreSQL');
+      expect((thrown as Error).message).not.toContain('\n');
+    } finally {
+      other.kill();
+    }
+  });
+
+  it('takes over the lock a dead process left, and releases it', () => {
+    writeFileSync(join(dir, 'atrium.db.serve-lock'), '2147483646\n');
+    const claim = claimSqlite(url)!;
+    expect(readFileSync(join(dir, 'atrium.db.serve-lock'), 'utf8').trim()).toBe(String(process.pid));
+    claim.release();
+    expect(existsSync(join(dir, 'atrium.db.serve-lock'))).toBe(false);
+  });
+
+  it('leaves in-memory databases alone: nothing there can be shared', () => {
+    expect(claimSqlite('sqlite::memory:')).toBeUndefined();
+    expect(claimSqlite('postgres://postgres@127.0.0.1/x')).toBeUndefined();
+  });
+
+  it('the cluster refuses SQLite before starting anything', async () => {
+    await expect(
+      Cluster.start({
+        databaseUrl: url,
+        redisUrl: TEST_REDIS_URL,
+        layout: DEFAULT_LAYOUT,
+        httpPort: 1,
+        grpcPort: 2,
+      }),
+    ).rejects.toThrow(/DATABASE_URL: postgres:\/\/\.\.\. for a cluster/);
+  });
+});

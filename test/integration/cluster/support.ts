@@ -1,0 +1,321 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer, type Server, Socket } from 'node:net';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Cluster, type ClusterOptions } from '../../../src/cluster/cluster.js';
+import type { LayoutCounts } from '../../../src/cluster/layout.js';
+import { closeServices, createServices, type Services } from '../../../src/compose.js';
+import { parseConfig } from '../../../src/config/schema.js';
+import { portsNeeded } from '../../../src/cluster/layout.js';
+import { freshDatabase } from '../../helpers/database.js';
+import { root } from '../../helpers/cli.js';
+
+export const ON_CI = process.env.CI === 'true';
+export const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+const ADMIN_URL = process.env.TEST_DATABASE_URL?.startsWith('postgres')
+  ? process.env.TEST_DATABASE_URL
+  : 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function which(binary: string): string | undefined {
+  try {
+    return execFileSync('sh', ['-c', `command -v ${binary}`], { encoding: 'utf8' }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+export const REDIS_SERVER = which('redis-server');
+
+/**
+ * Why the cluster tests cannot run here, or undefined when they can. They need nginx, redis-server
+ * and a PostgreSQL server (several processes cannot share SQLite), whatever TEST_DATABASE_URL says.
+ * On CI a missing prerequisite fails the tests instead of skipping them.
+ */
+export async function missingPrerequisite(): Promise<string | undefined> {
+  let reason: string | undefined;
+  if (!NGINX) reason = 'nginx is not installed (apt-get install -y nginx)';
+  else if (!REDIS_SERVER) reason = 'redis-server is not installed (apt-get install -y redis-server)';
+  else {
+    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+    } catch (err) {
+      reason = `PostgreSQL at ${ADMIN_URL} does not answer (${(err as Error).message})`;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+  if (reason === undefined) return undefined;
+  if (ON_CI) return undefined; // let the set-up fail loudly
+  console.error(`cluster tests skipped: ${reason}`);
+  return reason;
+}
+
+/** Ports free right now (the OS picks them; nginx needs them fixed before the processes start). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The cluster runs the built CLI (`bin/atrium.js`), as a deployment does; starting six processes
+ * through tsx would cost the 2-core machine more than the tests themselves. Rebuilds dist/ when a
+ * source file is newer than it (one builder at a time across test files).
+ */
+export function ensureBuilt(): void {
+  const main = join(root, 'dist/cli/main.js');
+  const stale = () => !existsSync(main) || statSync(main).mtimeMs < newestMtime(join(root, 'src'));
+  if (!stale()) return;
+  const lock = join(root, 'dist.build-lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error('waited too long for another build of dist/');
+      execFileSync('sleep', ['1']);
+    }
+  }
+  try {
+    if (stale())
+      execFileSync(
+        process.execPath,
+        [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+        { cwd: root, stdio: 'inherit' },
+      );
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+/** A redis-server of the test's own on a free port: it can be stopped without touching anyone else's. */
+export class OwnRedis {
+  private child: ChildProcess | undefined;
+  private constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(): Promise<OwnRedis> {
+    const [port] = await freePorts(1);
+    const redis = new OwnRedis(port!);
+    await redis.resume();
+    return redis;
+  }
+
+  /** Starts (again) on the same port and waits until it answers. */
+  async resume(): Promise<void> {
+    const child = spawn(
+      REDIS_SERVER ?? 'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    this.child = child;
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (await answers(this.port)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`redis-server on ${this.port} did not start`);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.setTimeout(500);
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+    socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+    socket.once('data', (d: Buffer) => {
+      socket.destroy();
+      resolve(d.toString().startsWith('+PONG'));
+    });
+  });
+}
+
+export interface TestCluster {
+  cluster: Cluster;
+  /** The same store and Redis, built in the test process to make users, keys, clients and tokens. */
+  services: Services;
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** The layout behind nginx on a fresh PostgreSQL database, with free ports for everything. */
+export async function startTestCluster(options: {
+  layout: LayoutCounts;
+  redisUrl: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+  shutdownDelayMs?: number;
+}): Promise<TestCluster> {
+  ensureBuilt();
+  const database = options.databaseUrl
+    ? { url: options.databaseUrl, drop: async () => undefined }
+    : await freshDatabase({ adminUrl: ADMIN_URL });
+  const [httpPort, grpcPort, ...ports] = await freePorts(2 + portsNeeded(options.layout));
+  const clusterOptions: ClusterOptions = {
+    databaseUrl: database.url,
+    redisUrl: options.redisUrl,
+    layout: options.layout,
+    httpPort: httpPort!,
+    grpcPort: grpcPort!,
+    ports,
+    nginxBinary: NGINX,
+    shutdownDelayMs: options.shutdownDelayMs ?? 500,
+    env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', ...options.env },
+    startTimeoutMs: 240_000,
+  };
+  let cluster: Cluster;
+  try {
+    cluster = await Cluster.start(clusterOptions);
+  } catch (err) {
+    await database.drop();
+    throw err;
+  }
+  const services = await createServices(
+    parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, REDIS_URL: options.redisUrl }),
+    { migrate: false },
+  );
+  return {
+    cluster,
+    services,
+    databaseUrl: database.url,
+    async stop() {
+      await closeServices(services);
+      await cluster.stop();
+      await database.drop();
+      cluster.removeRunDir();
+    },
+  };
+}
+
+/**
+ * A PostgreSQL server of the test's own (initdb + pg_ctl from Debian's packages, on a free port,
+ * trust auth), so a test can stop and start it. initdb refuses root, so as root it runs as the
+ * `postgres` user the Debian package creates.
+ */
+export class OwnPostgres {
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly bin: string,
+  ) {}
+
+  get adminUrl(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  databaseUrl(name: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${name}`;
+  }
+
+  static binDir(): string | undefined {
+    const base = '/usr/lib/postgresql';
+    if (!existsSync(base)) return undefined;
+    const versions = readdirSync(base)
+      .filter((v) => existsSync(join(base, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
+    return versions[0] ? join(base, versions[0], 'bin') : undefined;
+  }
+
+  static async start(): Promise<OwnPostgres> {
+    const bin = OwnPostgres.binDir();
+    if (!bin)
+      throw new Error('initdb not found under /usr/lib/postgresql/*/bin (apt-get install -y postgresql)');
+    const [port] = await freePorts(1);
+    const dir = mkdtempSync(join(tmpdir(), 'atrium-own-pg-'));
+    if (process.getuid?.() === 0) chownSync(dir, postgresUid(), postgresGid());
+    const pg = new OwnPostgres(port!, dir, bin);
+    pg.run('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await pg.resume();
+    return pg;
+  }
+
+  private run(tool: string, args: string[]): void {
+    const path = join(this.bin, tool);
+    if (process.getuid?.() === 0)
+      execFileSync('runuser', ['-u', 'postgres', '--', path, ...args], { stdio: 'ignore' });
+    else execFileSync(path, args, { stdio: 'ignore' });
+  }
+
+  async resume(): Promise<void> {
+    this.run('pg_ctl', [
+      '-D',
+      join(this.dir, 'data'),
+      '-l',
+      join(this.dir, 'server.log'),
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60`,
+      '-w',
+      'start',
+    ]);
+  }
+
+  /** A fast shutdown: open connections are terminated, as in a restart or a failover. */
+  async stop(): Promise<void> {
+    this.run('pg_ctl', ['-D', join(this.dir, 'data'), '-m', 'fast', '-w', 'stop']);
+  }
+
+  async remove(): Promise<void> {
+    await this.stop().catch(() => undefined);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function postgresUid(): number {
+  return Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+}
+function postgresGid(): number {
+  return Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+}
+
+/** Like missingPrerequisite, for the tests that run a PostgreSQL server of their own. */
+export function initdbMissing(): string | undefined {
+  if (OwnPostgres.binDir() || ON_CI) return undefined;
+  const reason = 'initdb is not installed (apt-get install -y postgresql)';
+  console.error(`cluster tests skipped: ${reason}`);
+  return reason;
+}
