@@ -76,6 +76,12 @@ interface Run {
   errors: number;
 }
 
+interface Sample {
+  latencies: number[];
+  seconds: number;
+  errors: number;
+}
+
 /** Keeps `connections` calls in flight for `seconds`; latencies in ms. */
 async function drive(
   address: string,
@@ -83,7 +89,7 @@ async function drive(
   userId: string,
   seconds: number,
   connections: number,
-): Promise<Run> {
+): Promise<Sample> {
   const clients = Array.from(
     { length: connections },
     // A local subchannel pool gives every client its own connection, as autocannon's connections are.
@@ -109,21 +115,46 @@ async function drive(
     }),
   );
   for (const c of clients) c.close();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    Number((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0).toFixed(2));
-  return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99), errors };
+  return { latencies, seconds, errors };
 }
 
-async function measure(
-  address: string,
-  metadata: Metadata[],
+function summarise(samples: Sample[]): Run {
+  const latencies = samples.flatMap((x) => x.latencies).sort((a, b) => a - b);
+  const seconds = samples.reduce((n, x) => n + x.seconds, 0);
+  const at = (q: number) =>
+    Number((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0).toFixed(2));
+  return {
+    rps: latencies.length / seconds,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors: samples.reduce((n, x) => n + x.errors, 0),
+  };
+}
+
+/**
+ * Baseline and Atrium in alternating slices (ROUNDS of each, BENCH_SECONDS in all per server), so a
+ * change in the machine's load during the run weighs on both alike: the ratio is what is reported.
+ */
+const ROUNDS = Number(process.env.BENCH_GRPC_ROUNDS ?? 4);
+
+async function measureBoth(
+  baseline: { address: string; metadata: Metadata[] },
+  atrium: { address: string; metadata: Metadata[] },
   userId: string,
   options: GrpcBenchOptions,
-): Promise<Run> {
-  if (options.warmupSeconds > 0)
-    await drive(address, metadata, userId, options.warmupSeconds, options.connections);
-  return drive(address, metadata, userId, options.durationSeconds, options.connections);
+): Promise<{ base: Run; real: Run }> {
+  if (options.warmupSeconds > 0) {
+    await drive(baseline.address, baseline.metadata, userId, options.warmupSeconds, options.connections);
+    await drive(atrium.address, atrium.metadata, userId, options.warmupSeconds, options.connections);
+  }
+  const base: Sample[] = [];
+  const real: Sample[] = [];
+  const slice = options.durationSeconds / ROUNDS;
+  for (let r = 0; r < ROUNDS; r++) {
+    base.push(await drive(baseline.address, baseline.metadata, userId, slice, options.connections));
+    real.push(await drive(atrium.address, atrium.metadata, userId, slice, options.connections));
+  }
+  return { base: summarise(base), real: summarise(real) };
 }
 
 /** Runs the gRPC GetUser comparison against a database prepared here; returns one table row. */
@@ -169,8 +200,12 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
     );
     children.push(baseline.child);
 
-    const base = await measure(baseline.address, [new Metadata()], user.id, options);
-    const real = await measure(atrium.address, metadata, user.id, options);
+    const { base, real } = await measureBoth(
+      { address: baseline.address, metadata: [new Metadata()] },
+      { address: atrium.address, metadata },
+      user.id,
+      options,
+    );
     return {
       endpoint: 'gRPC GetUser',
       'req/s': Math.round(real.rps),

@@ -13,7 +13,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
-import { createGrpcServer, type GrpcServer } from './grpc/server.js';
+import type { GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
@@ -191,7 +191,10 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
-  const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
+  // Loaded only for the grpc role: the CLI's one-shot commands do not pay for grpc-js at start.
+  const grpc = roles.includes('grpc')
+    ? (await import('./grpc/server.js')).createGrpcServer(services)
+    : undefined;
   try {
     // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
     const wantsHttp = roles.length > 0;

@@ -48,7 +48,7 @@ export function toServiceError(err: unknown, base: Metadata, log: Logger): Servi
   for (const [name, value] of Object.entries(meta.headers ?? {})) metadata.set(name, value);
   if (code === status.INVALID_ARGUMENT && err.details.length > 0) {
     const fieldViolations = err.details.map((d) => ({
-      field: d.field ?? '',
+      field: d.field === null ? '' : protoFieldName(d.field),
       description: d.message,
       reason: d.code,
     }));
@@ -59,4 +59,12 @@ export function toServiceError(err: unknown, base: Metadata, log: Logger): Servi
 
 export function serviceError(code: status, details: string, metadata = new Metadata()): ServiceError {
   return Object.assign(new Error(details), { code, details, metadata });
+}
+
+/**
+ * The core names fields by neutral camelCase paths (`shippingAddress.postalCode`); the wire names
+ * them as the proto does, in snake_case (`shipping_address.postal_code`). Snake_case passes as is.
+ */
+export function protoFieldName(path: string): string {
+  return path.replace(/([a-z0-9])([A-Z])/g, (_m, a: string, b: string) => `${a}_${b.toLowerCase()}`);
 }

@@ -10,8 +10,12 @@ import { CursorCodec } from '../../src/domain/cursor.js';
 import { postgresSearchQuery } from '../../src/domain/search.js';
 import { DomainBus, type DomainSignal } from '../../src/events/bus.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../src/store/errors.js';
+import { migrationsFor } from '../../src/store/migrations/index.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { freshDatabase, testDialect, type TestDatabase } from '../helpers/database.js';
+
+/** Every registered migration, in order (the names do not depend on the dialect). */
+const MIGRATIONS = Object.keys(migrationsFor('sqlite'));
 
 const now = () => new Date().toISOString();
 const org = (id: string) => ({ id, name: `Org ${id}`, created_at: now(), updated_at: now() });
@@ -80,7 +84,7 @@ describe(`store on ${testDialect()}`, () => {
   });
 
   it('applies the migrations on a fresh database, then applies nothing the second time', async () => {
-    expect(await store.migrate()).toEqual(['0001_initial', '0005_retention']);
+    expect(await store.migrate()).toEqual(MIGRATIONS);
     expect(await store.migrate()).toEqual([]);
     const tables = (await store.db.introspection.getTables()).map((t) => t.name);
     for (const table of EXPECTED_TABLES) expect(tables, table).toContain(table);
@@ -275,7 +279,7 @@ describe('SQLite file databases', () => {
       expect(String(await pragma('journal_mode')).toLowerCase()).toBe('wal');
       expect(Number(await pragma('foreign_keys'))).toBe(1);
       expect(Number(await pragma('busy_timeout'))).toBe(5000);
-      expect(await store.migrate()).toEqual(['0001_initial', '0005_retention']);
+      expect(await store.migrate()).toEqual(MIGRATIONS);
       expect(store.poolStats()).toBeUndefined();
     } finally {
       await store.close();

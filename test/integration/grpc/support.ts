@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import type { ServicesOptions } from '../../../src/compose.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { decodeStatus, STATUS_DETAILS_KEY, type RichStatus } from '../../../src/grpc/status-details.js';
 
@@ -63,12 +64,12 @@ export interface GrpcAtrium extends TestAtrium {
 }
 
 /** An Atrium with the api, auth and grpc roles listening on ephemeral ports of 127.0.0.1. */
-export async function startGrpcAtrium(env: Record<string, string> = {}): Promise<GrpcAtrium> {
-  const atrium = await startTestAtrium({ HOST: '127.0.0.1', GRPC_PORT: '0', ...env }, [
-    'api',
-    'auth',
-    'grpc',
-  ]);
+export async function startGrpcAtrium(
+  env: Record<string, string> = {},
+  options: ServicesOptions = {},
+): Promise<GrpcAtrium> {
+  const roles = ['api', 'auth', 'grpc'] as const;
+  const atrium = await startTestAtrium({ HOST: '127.0.0.1', GRPC_PORT: '0', ...env }, roles, options);
   const { grpcAddress, httpUrl } = await atrium.listen();
   const clients: grpc.Client[] = [];
   const make = (build: (address: string) => Client) => {
