@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config/schema.js';
@@ -11,6 +13,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
+import { createGrpcServer, type GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
@@ -18,11 +21,13 @@ import { rateLimitStep } from './http/rate-limit.js';
 import { invalidateUsersOnChange } from './http/rest/users/cache.js';
 import { ROUTE_MODULES } from './http/routes.js';
 import { createLogger } from './observability/logger.js';
+import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
+import { startPurgeJob } from './maintenance/purge.js';
 import { startWebhookWorker } from './webhooks/index.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
@@ -48,10 +53,14 @@ export interface Services {
   /** Shared through Redis when it is configured, in this process otherwise. */
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Messages to every instance (GraphQL subscriptions): Redis pub/sub or this process. */
+  broadcast: Broadcast;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
   draining: boolean;
+  /** The Prometheus registry /metrics serves; anything in the process may report there. */
+  metrics: Registry;
 }
 
 export interface ServicesOptions {
@@ -59,6 +68,8 @@ export interface ServicesOptions {
   logger?: Logger;
   /** Apply migrations before building (serve and tests do; `atrium migrate` does it itself). */
   migrate?: boolean;
+  /** Kysely plugins over every query of the store (a test hook; nothing in production sets it). */
+  storePlugins?: KyselyPlugin[];
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
@@ -66,7 +77,7 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
     if (options.migrate !== false) await store.migrate();
     const clock = options.clock ?? systemClock;
@@ -103,12 +114,14 @@ export async function createServices(config: Config, options: ServicesOptions = 
       readiness,
       onClose: [],
       draining: false,
+      metrics: new Registry(),
     };
     services.afterAuth.push(rateLimitStep(services.limiter, logger));
     invalidateUsersOnChange(bus, services.cache, logger);
     services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
     authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
+    services.onClose.push(() => services.broadcast.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;
   } catch (err) {
@@ -150,8 +163,9 @@ export async function closeServices(services: Services): Promise<void> {
 export interface Atrium {
   services: Services;
   http: FastifyInstance | undefined;
+  grpc: GrpcServer | undefined;
   /** Starts listening on the configured ports. */
-  listen(): Promise<{ httpUrl?: string }>;
+  listen(): Promise<{ httpUrl?: string; grpcAddress?: string }>;
   /** Drains: stops accepting, finishes in-flight requests and streams, closes everything. */
   close(): Promise<void>;
 }
@@ -164,6 +178,7 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
+  const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
   try {
     const wantsHttp = roles.some((r) => r === 'api' || r === 'auth');
     if (wantsHttp) {
@@ -173,14 +188,20 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness,
         isDraining: () => services.draining,
+        metrics: services.metrics,
       });
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
       }
       await http.ready();
     }
-    // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
-    if (roles.includes('worker')) await startWebhookWorker(services);
+    if (roles.includes('worker')) {
+      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
+      const purge = startPurgeJob(services);
+      services.onClose.push(() => purge.stop());
+      // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
+      await startWebhookWorker(services);
+    }
   } catch (err) {
     await closeServices(services);
     throw err;
@@ -190,15 +211,17 @@ export async function createAtrium(
   return {
     services,
     http,
+    grpc,
     async listen() {
-      if (!http) return {};
+      const grpcAddress = grpc ? await grpc.listen() : undefined;
+      if (!http) return grpcAddress ? { grpcAddress } : {};
       const address = await http.listen({ host: config.host, port: config.port });
-      return { httpUrl: address };
+      return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
     close() {
       closed ??= (async () => {
         services.draining = true;
-        if (http) await http.close();
+        await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();
       return closed;

@@ -20,9 +20,9 @@ export async function runServe(argv: string[]): Promise<number> {
   const config = loadConfig();
   const atrium = await createAtrium(config, roles);
   const log = atrium.services.logger;
-  const { httpUrl } = await atrium.listen();
+  const { httpUrl, grpcAddress } = await atrium.listen();
   log.info(
-    { roles, http: httpUrl, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    { roles, http: httpUrl, grpc: grpcAddress, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
     'atrium started',
   );
 

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /**
  * Every environment variable Atrium reads, in one table: the parser, the default and the text that
  * both the start-up error and the README's configuration section are made from.
@@ -25,6 +27,8 @@ export interface Config {
   v1Sunset: Date;
   requestTimeoutMs: number;
   bodyLimitBytes: number;
+  /** Proxies whose X-Forwarded-For is believed: false, a hop count, or addresses and CIDRs. */
+  trustProxy: false | number | string[];
 }
 
 export class ConfigError extends Error {
@@ -193,6 +197,14 @@ export const VARIABLES: VariableSpec[] = [
     accepts: 'an integer number of bytes, 1-104857600',
     meaning: 'larger request bodies get 413',
   },
+  {
+    name: 'TRUST_PROXY',
+    default: 'off',
+    accepts:
+      'off; a hop count 1-10; or comma-separated addresses, CIDRs and loopback, linklocal, uniquelocal',
+    meaning:
+      'proxies whose X-Forwarded-For names the client (per-address login limits, logs); from any other peer the header is ignored',
+  },
 ];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -307,6 +319,8 @@ export function parseConfig(env: Env): Config {
     (n) => n >= 1 && n <= 104_857_600,
   );
 
+  const trustProxy = parseTrustProxy(get('TRUST_PROXY'));
+
   return {
     host,
     port,
@@ -327,5 +341,39 @@ export function parseConfig(env: Env): Config {
     v1Sunset,
     requestTimeoutMs,
     bodyLimitBytes,
+    trustProxy,
   };
+}
+
+const TRUST_PROXY_ACCEPTS =
+  'off, a hop count 1-10, or comma-separated IP addresses, CIDRs (10.0.0.0/8) and loopback, linklocal, uniquelocal';
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: whom to believe about the client's address. Never "everyone": a forged
+ * X-Forwarded-For from a peer that is not a listed proxy must change nothing.
+ */
+function parseTrustProxy(raw: string | undefined): false | number | string[] {
+  if (raw === undefined || ['off', 'false', '0', 'no'].includes(raw.toLowerCase())) return false;
+  if (/^\d+$/.test(raw)) return int('TRUST_PROXY', raw, TRUST_PROXY_ACCEPTS, (n) => n >= 1 && n <= 10);
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (entries.length === 0) throw new ConfigError('TRUST_PROXY', TRUST_PROXY_ACCEPTS, raw);
+  for (const entry of entries) {
+    if (!isProxyEntry(entry)) throw new ConfigError('TRUST_PROXY', TRUST_PROXY_ACCEPTS, entry);
+  }
+  return entries;
+}
+
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  if (rest.length > 0 || address === undefined) return false;
+  const version = isIP(address);
+  if (version === 0) return false;
+  if (prefix === undefined) return true;
+  if (!/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (version === 4 ? 32 : 128);
 }

@@ -6,6 +6,7 @@ import { usersRouteModule } from './rest/users/routes.js';
 import { ordersRouteModule } from './rest/orders/index.js';
 import { protectedExampleRoutes } from './rest/protected/routes.js';
 import { tokenServerRoutes } from '../oauth/routes.js';
+import { graphqlModule } from '../graphql/module.js';
 import { webhooksRouteModule } from './rest/webhooks/index.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
@@ -24,5 +25,6 @@ export const ROUTE_MODULES: RouteModule[] = [
   ordersRouteModule,
   protectedExampleRoutes,
   tokenServerRoutes,
+  graphqlModule,
   webhooksRouteModule,
 ];

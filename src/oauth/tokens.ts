@@ -24,7 +24,8 @@ export interface AccessClaims {
   scope: string[];
   iat: number;
   exp: number;
-  jti: string;
+  /** Always on tokens we issue; a foreign HS256 issuer need not send one (the spec lists none). */
+  jti: string | undefined;
   /** The grant (refresh-token family) the token came from; revoking it revokes the token. */
   sid: string | undefined;
 }
@@ -47,9 +48,19 @@ export class TokenRejected extends Error {
   }
 }
 
-/** Where signing and verification keys come from: the RS256 key store or the HS256 secret. */
+/**
+ * Where signing and verification keys come from (the RS256 key store or the HS256 secret), and
+ * what a token's header must say in that variant.
+ */
 export interface TokenKeys {
   readonly alg: 'RS256' | 'HS256';
+  /**
+   * Header `typ` values accepted, normalised (lower case, no `application/`); `undefined` in the
+   * list means the member may be absent.
+   */
+  readonly acceptedTyp: readonly (string | undefined)[];
+  /** Claims a token must carry besides the spec's `type: access`, iss and aud. */
+  readonly requiredClaims: readonly string[];
   signingKey(): Promise<{ kid: string | undefined; key: CryptoKey | Uint8Array }>;
   /** The key for a header's kid, or undefined when the header does not name a key we hold. */
   verificationKey(kid: string | undefined): Promise<CryptoKey | Uint8Array | undefined>;
@@ -58,6 +69,9 @@ export interface TokenKeys {
 export function rs256Keys(keys: SigningKeys): TokenKeys {
   return {
     alg: 'RS256',
+    // RFC 9068 as it stands: only this server's own at+jwt access tokens.
+    acceptedTyp: [ACCESS_TOKEN_TYP],
+    requiredClaims: ['exp', 'iat', 'sub', 'jti'],
     signingKey: () => keys.signingKey(),
     async verificationKey(kid) {
       // Kids are our own JWK thumbprints; anything else is refused before any lookup.
@@ -67,11 +81,20 @@ export function rs256Keys(keys: SigningKeys): TokenKeys {
   };
 }
 
-/** The symmetric variant: one secret, no kid (a kid in the header names nothing here). */
+/**
+ * The symmetric variant: one secret, no kid (a kid in the header names nothing here). Another
+ * service holding the same JWT_SECRET may issue tokens too, with the spec's claims and a plain
+ * `{"alg":"HS256","typ":"JWT"}` header: here the spec's `type: access` claim is what tells an
+ * access token from any other JWT, so a missing or `JWT` typ is accepted beside our `at+jwt`, and
+ * any other explicit type (a login ticket, a DPoP proof, an ID token's) is still refused.
+ */
 export function hs256Keys(secret: string): TokenKeys {
   const key = new TextEncoder().encode(secret);
   return {
     alg: 'HS256',
+    acceptedTyp: [ACCESS_TOKEN_TYP, 'jwt', undefined],
+    // The spec's claim list: sub, scope, iat, exp, type (and iss, aud, checked below). No jti.
+    requiredClaims: ['exp', 'iat', 'sub'],
     signingKey: async () => ({ kid: undefined, key }),
     verificationKey: async (kid) => (kid === undefined ? key : undefined),
   };
@@ -84,7 +107,8 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
  * Issues and checks JWT access tokens (RFC 9068, RFC 8725): one algorithm allowed, the key found
- * by kid among our own keys, `typ: at+jwt`, and iss, aud, exp, nbf, iat and `type` all checked.
+ * by kid among our own keys, the variant's explicit type (`at+jwt`; see hs256Keys), and iss, aud,
+ * exp, nbf, iat and `type` all checked. Issued tokens always carry `typ: at+jwt` and a jti.
  */
 export class AccessTokens {
   constructor(
@@ -106,6 +130,7 @@ export class AccessTokens {
   }): Promise<IssuedAccessToken> {
     const now = this.clock.now();
     const iat = unixSeconds(now);
+    const jti = randomBytes(16).toString('base64url');
     const claims: AccessClaims = {
       iss: this.issuer,
       aud: this.audience,
@@ -114,7 +139,7 @@ export class AccessTokens {
       scope: [...input.scope],
       iat,
       exp: iat + ACCESS_TOKEN_TTL_SECONDS,
-      jti: randomBytes(16).toString('base64url'),
+      jti,
       sid: input.grantId,
     };
     const { kid, key } = await this.keys.signingKey();
@@ -131,7 +156,7 @@ export class AccessTokens {
       .setSubject(claims.sub)
       .setIssuedAt(claims.iat)
       .setExpirationTime(claims.exp)
-      .setJti(claims.jti)
+      .setJti(jti)
       .sign(key);
     return { token, expiresIn: ACCESS_TOKEN_TTL_SECONDS, expiresAt: new Date(claims.exp * 1000), claims };
   }
@@ -152,6 +177,12 @@ export class AccessTokens {
       throw invalid('The access token is not signed with the expected algorithm.');
     if (header.kid !== undefined && typeof header.kid !== 'string')
       throw invalid('The access token kid is malformed.');
+    if (header.typ !== undefined && typeof header.typ !== 'string')
+      throw invalid('The access token typ is malformed.');
+    if (!this.keys.acceptedTyp.includes(normalizedTyp(header.typ as string | undefined)))
+      throw invalid(
+        `The token is not an access token (typ must be ${this.keys.acceptedTyp.filter((t) => t).join(' or ')}).`,
+      );
     const key = await this.keys.verificationKey(header.kid as string | undefined);
     if (!key) throw invalid('The access token was not signed by a key of this server.');
 
@@ -161,8 +192,7 @@ export class AccessTokens {
         algorithms: [this.keys.alg],
         issuer: this.issuer,
         audience: this.audience,
-        typ: ACCESS_TOKEN_TYP,
-        requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+        requiredClaims: [...this.keys.requiredClaims],
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
         currentDate: this.clock.now(),
       }));
@@ -189,6 +219,8 @@ export class AccessTokens {
       throw invalid('The access token client_id is malformed.');
     if (payload.sid !== undefined && typeof payload.sid !== 'string')
       throw invalid('The access token sid is malformed.');
+    if (payload.jti !== undefined && (typeof payload.jti !== 'string' || payload.jti === ''))
+      throw invalid('The access token jti is malformed.');
     return {
       iss: payload.iss!,
       aud: payload.aud!,
@@ -197,7 +229,7 @@ export class AccessTokens {
       scope: parseScope(payload.scope),
       iat: payload.iat!,
       exp: payload.exp!,
-      jti: String(payload.jti),
+      jti: payload.jti,
       sid: payload.sid as string | undefined,
     };
   }
@@ -220,11 +252,17 @@ function describe(err: InstanceType<typeof errors.JOSEError>): string {
     if (err.claim === 'nbf') return 'The access token is not valid yet.';
     if (err.claim === 'iss') return 'The access token was issued by another issuer.';
     if (err.claim === 'aud') return 'The access token is meant for another audience.';
-    if (err.claim === 'typ') return 'The token is not an access token (typ must be at+jwt).';
     return `The access token claim ${err.claim} is invalid.`;
   }
   if (err instanceof errors.JWSSignatureVerificationFailed) return 'The access token signature is invalid.';
   return 'The access token is not valid.';
+}
+
+/** RFC 7515 §4.1.9: media types compare case-insensitively, `application/` may be left out. */
+function normalizedTyp(typ: string | undefined): string | undefined {
+  if (typ === undefined) return undefined;
+  const lower = typ.toLowerCase();
+  return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }
 
 function invalid(message: string): TokenRejected {

@@ -166,7 +166,7 @@ export const TOKEN_SERVER_SCHEMAS: Record<string, Json> = {
       {
         type: 'object',
         title: 'Active',
-        required: ['active', 'scope', 'client_id', 'sub', 'exp', 'iat', 'iss', 'aud', 'jti', 'token_type'],
+        required: ['active', 'scope', 'sub', 'exp', 'iat', 'iss', 'aud', 'token_type'],
         properties: {
           active: { type: 'boolean', const: true },
           scope: SCOPE_STRING,
@@ -176,7 +176,7 @@ export const TOKEN_SERVER_SCHEMAS: Record<string, Json> = {
           iat: { type: 'integer' },
           iss: { type: 'string' },
           aud: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-          jti: { type: 'string' },
+          jti: { type: 'string', description: 'On every token this server issues.' },
           token_type: { type: 'string', const: 'Bearer' },
         },
         additionalProperties: false,
@@ -338,7 +338,7 @@ const PAGE_HEADERS = {
       "`default-src 'none'; style-src 'self'; form-action 'self' <redirect origin>; frame-ancestors 'none'; base-uri 'none'`.",
   },
   'Cache-Control': { type: 'string', const: 'no-store' },
-  'Referrer-Policy': { type: 'string', const: 'no-referrer' },
+  'Referrer-Policy': { type: 'string', const: 'same-origin' },
 };
 const FORM_PAGE_HEADERS = {
   ...PAGE_HEADERS,

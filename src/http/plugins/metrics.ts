@@ -9,9 +9,11 @@ declare module 'fastify' {
   }
 }
 
-/** Prometheus metrics of one HTTP app, in a registry of its own (tests build many apps). */
-export function registerMetrics(app: FastifyInstance, store: Store): Registry {
-  const registry = new Registry();
+/**
+ * Prometheus metrics of one HTTP app, in the process's registry (built by the composition root, so
+ * jobs and other surfaces such as gRPC report there too) or a registry of its own (tests build many apps).
+ */
+export function registerMetrics(app: FastifyInstance, store: Store, registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'atrium_' });
   app.decorate('metricsRegistry', registry);
 
