@@ -2,9 +2,8 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Store } from '../store/store.js';
 
 /**
- * The worker's Prometheus metrics. Made once per set of services, registered in no registry of
- * their own: the HTTP app's /metrics registry adopts them (see `adoptWebhookMetrics`), so a process
- * serving both roles shows them beside the HTTP figures.
+ * The worker's Prometheus metrics, made once per set of services and registered in the composition
+ * root's registry, so /metrics shows them beside the HTTP figures.
  */
 export class WebhookMetrics {
   readonly deliveries = new Counter({
@@ -83,11 +82,15 @@ export class WebhookMetrics {
 
 const perServices = new WeakMap<object, WebhookMetrics>();
 
-/** One set of webhook metrics per set of services (tests build many in one process). */
-export function webhookMetricsFor(services: object): WebhookMetrics {
+/**
+ * One set of webhook metrics per set of services (tests build many in one process), registered
+ * once in the process's registry, the one /metrics serves.
+ */
+export function webhookMetricsFor(services: { metrics: Registry; store: Store }): WebhookMetrics {
   let metrics = perServices.get(services);
   if (!metrics) {
     metrics = new WebhookMetrics();
+    metrics.adoptInto(services.metrics, services.store);
     perServices.set(services, metrics);
   }
   return metrics;

@@ -247,6 +247,21 @@ export class Outbox {
     if (completions.length === 0) return;
     const at = iso(now);
     await this.store.db.transaction().execute(async (trx) => {
+      // An endpoint deleted while its attempt was in flight took the delivery with it; its outcome
+      // has nowhere to go and must not fail the batch. The key-share lock keeps the rest from being
+      // deleted until this commits.
+      let q = trx
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where(
+          'id',
+          'in',
+          completions.map((c) => c.delivery.id),
+        );
+      if (this.store.dialect === 'postgres') q = q.forKeyShare();
+      const alive = new Set((await q.execute()).map((r) => r.id));
+      completions = completions.filter((c) => alive.has(c.delivery.id));
+      if (completions.length === 0) return;
       const attempts = completions.flatMap((c) =>
         c.records.map((r) => ({
           id: newId('att', r.at.getTime()),

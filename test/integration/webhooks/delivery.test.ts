@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Outbox } from '../../../src/webhooks/outbox.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
 import { api, createEndpoint, gaps, Receiver, verifyWithStripe } from './support.js';
@@ -7,10 +8,10 @@ import { api, createEndpoint, gaps, Receiver, verifyWithStripe } from './support
  * Delivery over a real socket to a real receiver that verifies with Stripe's library: envelope,
  * headers, signatures, and every retry rule with exact attempt counts and gaps.
  */
-const BASE_MS = 50;
+const BASE_MS = 100;
 const TIMEOUT_MS = 400;
 /** Gaps are measured at the receiver; a loaded machine adds latency, never removes it. */
-const SLACK_MS = 150;
+const SLACK_MS = 300;
 
 let atrium: TestAtrium;
 let receiver: Receiver;
@@ -257,6 +258,92 @@ describe('retry rules', () => {
       who.headers,
     );
     expect(resend.status).toBe(409);
+  });
+});
+
+describe('an endpoint deleted mid-attempt', () => {
+  it('loses only its own outcome: the worker records the others and goes on', async () => {
+    receiver.responder = (r) => (r.path === '/deleted-mid' ? { status: 200, delayMs: 300 } : pass(r));
+    const doomed = await subscriber('/deleted-mid');
+    const other = await subscriber('/survivor');
+    await doomed.order();
+    await receiver.until(() => receiver.at('/deleted-mid').length >= 1);
+    await other.order();
+    const del = await api(
+      atrium,
+      'DELETE',
+      `/api/v2/webhook_endpoints/${doomed.endpoint.id}`,
+      doomed.who.headers,
+    );
+    expect(del.status).toBe(204);
+    await receiver.until(() => receiver.at('/survivor').length >= 1);
+    await new Promise((r) => setTimeout(r, 500));
+    const [delivery] = await deliveryOf(other.endpoint.id, other.who.headers);
+    expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1 });
+    const left = await atrium.services.store.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', doomed.endpoint.id)
+      .execute();
+    expect(left).toEqual([]);
+  });
+
+  it('an outcome for a delivery that no longer exists does not fail the batch it is written with', async () => {
+    const { who, endpoint, order } = await subscriber('/batch-mate');
+    await order();
+    await receiver.until(() => receiver.at('/batch-mate').length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    const [real] = await deliveryOf(endpoint.id, who.headers);
+    const claimed = (id: string) => ({
+      id,
+      endpointId: endpoint.id,
+      attempt: 1,
+      round: 1,
+      interrupted: false,
+      event: {
+        id: 'evt_00',
+        type: 'order.created',
+        api_version: '2026-11-01',
+        created: 0,
+        data: '{}',
+        created_at: '',
+      },
+      endpoint: {
+        url: '',
+        secret: '',
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        disabled_at: null,
+      },
+    });
+    const record = {
+      attempt: 1,
+      statusCode: 200,
+      durationMs: 1,
+      error: null,
+      responseExcerpt: null,
+      at: new Date(),
+    };
+    const outcome = (id: string) => ({
+      delivery: claimed(id),
+      records: [record],
+      status: 'delivered' as const,
+      attemptCount: 1,
+      nextAttemptAt: null,
+      lastStatusCode: 200,
+      lastError: null,
+      disableEndpoint: null,
+    });
+    await new Outbox(atrium.services.store).complete(
+      [outcome('dlv_deleted_meanwhile'), outcome(String(real!.id))],
+      new Date(),
+    );
+    const attempts = await atrium.services.store.db
+      .selectFrom('delivery_attempts')
+      .select('id')
+      .where('delivery_id', '=', String(real!.id))
+      .execute();
+    expect(attempts).toHaveLength(2);
   });
 });
 

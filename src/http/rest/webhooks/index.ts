@@ -46,7 +46,8 @@ const page = <T>(p: { data: T[]; hasMore: boolean; nextCursor: string | null }, 
  * records); the owner and admins act on an endpoint, anyone else gets 403.
  */
 async function registerWebhookApi(app: FastifyInstance, services: Services): Promise<void> {
-  webhookMetricsFor(services).adoptInto(app.metricsRegistry, services.store);
+  // Registered here too, so an api-only process shows the queue gauges of separate workers.
+  webhookMetricsFor(services);
   const { endpoints, deliveries } = webhooksOf(services);
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const read = authOn(services, 'users:read');
