@@ -1,6 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 ships an ESM build that Vite would pick while Node (and every GraphQL library loaded
+    // from node_modules) loads the CommonJS one: two copies break `instanceof GraphQLError`. One copy.
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config/schema.js';
@@ -18,11 +20,13 @@ import { rateLimitStep } from './http/rate-limit.js';
 import { invalidateUsersOnChange } from './http/rest/users/cache.js';
 import { ROUTE_MODULES } from './http/routes.js';
 import { createLogger } from './observability/logger.js';
+import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
+import { startPurgeJob } from './maintenance/purge.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
 export type ServerRole = (typeof SERVER_ROLES)[number];
@@ -47,10 +51,14 @@ export interface Services {
   /** Shared through Redis when it is configured, in this process otherwise. */
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Messages to every instance (GraphQL subscriptions): Redis pub/sub or this process. */
+  broadcast: Broadcast;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
   draining: boolean;
+  /** The Prometheus registry /metrics serves; anything in the process may report there. */
+  metrics: Registry;
 }
 
 export interface ServicesOptions {
@@ -58,6 +66,8 @@ export interface ServicesOptions {
   logger?: Logger;
   /** Apply migrations before building (serve and tests do; `atrium migrate` does it itself). */
   migrate?: boolean;
+  /** Kysely plugins over every query of the store (a test hook; nothing in production sets it). */
+  storePlugins?: KyselyPlugin[];
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
@@ -65,7 +75,7 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
     if (options.migrate !== false) await store.migrate();
     const clock = options.clock ?? systemClock;
@@ -102,12 +112,14 @@ export async function createServices(config: Config, options: ServicesOptions = 
       readiness,
       onClose: [],
       draining: false,
+      metrics: new Registry(),
     };
     services.afterAuth.push(rateLimitStep(services.limiter, logger));
     invalidateUsersOnChange(bus, services.cache, logger);
     services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
     authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
+    services.onClose.push(() => services.broadcast.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;
   } catch (err) {
@@ -172,11 +184,17 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness,
         isDraining: () => services.draining,
+        metrics: services.metrics,
       });
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
       }
       await http.ready();
+    }
+    if (roles.includes('worker')) {
+      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
+      const purge = startPurgeJob(services);
+      services.onClose.push(() => purge.stop());
     }
   } catch (err) {
     await closeServices(services);

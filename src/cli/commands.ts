@@ -1,6 +1,7 @@
 import { TIERS, KEY_MODES } from '../auth/api-keys.js';
 import type { Services } from '../compose.js';
 import { restUser } from '../http/rest/shapes.js';
+import { SYSTEM_ACTOR } from '../domain/actor.js';
 import { ROLES } from '../domain/users.js';
 import { OAUTH_COMMANDS } from '../oauth/cli.js';
 import { integer, oneOf, parse, required } from './args.js';
@@ -65,4 +66,12 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
 
   // clients create, tokens issue, signing-keys rotate
   ...OAUTH_COMMANDS,
+
+  'users delete': async (s, argv) => {
+    const { positionals } = parse(argv, {}, 1);
+    const id = positionals[0];
+    if (!id) throw new UsageError('usage: atrium users delete ID');
+    const deleted = await s.core.users.delete(SYSTEM_ACTOR, id);
+    return { id: deleted.id, deleted_at: deleted.deletedAt };
+  },
 };

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Expression, Kysely, SqlBool } from 'kysely';
 import type { Db } from '../store/store.js';
 import type { CommentRow, PostRow } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
@@ -24,6 +24,9 @@ interface Children {
  */
 type Loose = Kysely<Record<string, Record<string, unknown>>>;
 
+/** An extra condition on the listed table (visibility), from `post-visibility.ts`. */
+export type Restriction = Expression<SqlBool>;
+
 export interface ChildListSpec<T extends keyof Children> {
   table: T;
   parent: Children[T]['parent'];
@@ -46,25 +49,27 @@ export class ChildList<T extends keyof Children> {
     bounds: KeyBound[],
     order: Order,
     limit: number,
+    restrict?: Restriction,
   ): Promise<Children[T]['row'][]> {
     const { table, parent }: { table: string; parent: string } = this.spec;
     let q = (db as unknown as Loose).selectFrom(table).selectAll();
     if (parentId !== undefined) q = q.where(parent, '=', parentId);
+    if (restrict) q = q.where(restrict);
     for (const b of bounds) q = q.where('id', b.op, b.id);
     return (await q.orderBy('id', order).limit(limit).execute()) as unknown as Children[T]['row'][];
   }
 
   /** Counts per parent; every asked id is in the map (none: 0). */
-  async countBy(db: Db, parentIds: readonly string[]): Promise<Map<string, number>> {
+  async countBy(db: Db, parentIds: readonly string[], restrict?: Restriction): Promise<Map<string, number>> {
     const out = new Map<string, number>(parentIds.map((id) => [id, 0]));
     if (parentIds.length === 0) return out;
     const { table, parent }: { table: string; parent: string } = this.spec;
-    const rows = await (db as unknown as Loose)
+    let q = (db as unknown as Loose)
       .selectFrom(table)
       .select((eb) => [parent, eb.fn.countAll<number>().as('n')])
-      .where(parent, 'in', [...new Set(parentIds)])
-      .groupBy(parent)
-      .execute();
+      .where(parent, 'in', [...new Set(parentIds)]);
+    if (restrict) q = q.where(restrict);
+    const rows = await q.groupBy(parent).execute();
     for (const r of rows) out.set(String(r[parent]), Number(r.n));
     return out;
   }
@@ -75,6 +80,7 @@ export class ChildList<T extends keyof Children> {
     parentId: string,
     args: PageArgs,
     toNode: (row: Children[T]['row']) => N,
+    restrict?: Restriction,
   ): Promise<Connection<N>> {
     return paginate(
       cursors,
@@ -82,8 +88,8 @@ export class ChildList<T extends keyof Children> {
         scope: this.spec.scope(parentId),
         order: this.spec.order,
         defaultSize: this.spec.defaultSize,
-        fetch: (bounds, order, limit) => this.fetch(db, parentId, bounds, order, limit),
-        count: async () => (await this.countBy(db, [parentId])).get(parentId) ?? 0,
+        fetch: (bounds, order, limit) => this.fetch(db, parentId, bounds, order, limit, restrict),
+        count: async () => (await this.countBy(db, [parentId], restrict)).get(parentId) ?? 0,
       },
       args,
       toNode,
@@ -100,6 +106,7 @@ export class ChildList<T extends keyof Children> {
     parentIds: readonly string[],
     first: number | null | undefined,
     toNode: (row: Children[T]['row']) => N,
+    restrict?: Restriction,
   ): Promise<Map<string, Connection<N>>> {
     const { order, defaultSize, scope } = this.spec;
     const { table, parent }: { table: string; parent: string } = this.spec;
@@ -119,6 +126,7 @@ export class ChildList<T extends keyof Children> {
                 .as('rn'),
             )
             .where(parent, 'in', ids)
+            .where((e) => restrict ?? e.lit(true))
             .as('ranked'),
         )
         .selectAll()
@@ -126,7 +134,7 @@ export class ChildList<T extends keyof Children> {
         .orderBy(parent)
         .orderBy('id', order)
         .execute() as unknown as Promise<Children[T]['row'][]>,
-      this.countBy(db, ids),
+      this.countBy(db, ids, restrict),
     ]);
     const parentOf = (row: Children[T]['row']) => String((row as Record<string, unknown>)[parent]);
     return firstPages(cursors, ids, rows, parentOf, counts, size, scope, toNode);

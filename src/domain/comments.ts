@@ -8,6 +8,8 @@ import { notFound, Problems } from './errors.js';
 import { newId } from './ids.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
+import { commentsOfVisiblePostsSql, mayViewPost } from './post-visibility.js';
+import type { Viewer } from './user-policies.js';
 import { assertAuthorExists, assertMayWriteAs, checkContent, checkId } from './posts-rules.js';
 
 export const COMMENTS_PAGE_SIZE = 10;
@@ -65,12 +67,14 @@ export class CommentService {
       updated_at: iso(now),
     };
     return inTransaction(this.deps, async (tx) => {
+      // A post the actor may not see does not exist for them: the same not_found as a missing one.
       const post = await tx.db
         .selectFrom('posts')
-        .select('id')
+        .select(['author_id', 'published_at'])
         .where('id', '=', input.postId)
         .executeTakeFirst();
-      if (!post) throw notFound('Post', input.postId);
+      const seen = post && { authorId: post.author_id, publishedAt: post.published_at };
+      if (!seen || !mayViewPost(actor, seen, now)) throw notFound('Post', input.postId);
       await assertAuthorExists(tx, input.authorId);
       await tx.db.insertInto('comments').values(row).execute();
       tx.afterCommit({ kind: 'comment.added', commentId: row.id, postId: row.post_id });
@@ -78,45 +82,86 @@ export class CommentService {
     });
   }
 
-  async get(id: string): Promise<Comment> {
-    const row = await this.deps.store.db
-      .selectFrom('comments')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+  /** One comment as `viewer` sees it: a comment on a post hidden from them is not_found. */
+  async get(viewer: Viewer, id: string): Promise<Comment> {
+    let q = this.deps.store.db.selectFrom('comments').selectAll().where('id', '=', id);
+    const visible = this.visible(viewer);
+    if (visible) q = q.where(visible);
+    const row = await q.executeTakeFirst();
     if (!row) throw notFound('Comment', id);
     return toComment(row);
   }
 
-  /** Batch read for data loaders; missing ids are absent from the map. */
-  getMany(ids: readonly string[]): Promise<Map<string, Comment>> {
+  /** Batch read for data loaders; missing and hidden ids are absent from the map. */
+  getMany(viewer: Viewer, ids: readonly string[]): Promise<Map<string, Comment>> {
     const db = this.deps.store.db;
+    const visible = this.visible(viewer);
     return byIds(
       ids,
-      (unique) => db.selectFrom('comments').selectAll().where('id', 'in', unique).execute(),
+      (unique) => {
+        let q = db.selectFrom('comments').selectAll().where('id', 'in', unique);
+        if (visible) q = q.where(visible);
+        return q.execute();
+      },
       toComment,
     );
   }
 
-  /** `Post.comments`: one post's comments, oldest first, 10 by default. */
-  listByPost(postId: string, args: PageArgs = {}): Promise<Connection<Comment>> {
-    return commentsByPost.page(this.deps.cursors, this.deps.store.db, postId, args, toComment);
+  /**
+   * `Post.comments`: one post's comments, oldest first, 10 by default; `first`/`after` forward,
+   * `last`/`before` backward. A post hidden from `viewer` answers as a missing one: an empty
+   * connection with totalCount 0.
+   */
+  listByPost(viewer: Viewer, postId: string, args: PageArgs = {}): Promise<Connection<Comment>> {
+    return commentsByPost.page(
+      this.deps.cursors,
+      this.deps.store.db,
+      postId,
+      args,
+      toComment,
+      this.visible(viewer),
+    );
   }
 
   /**
    * First pages of `Post.comments` for many posts in two queries (a data loader's batch); the
-   * cursors continue with `listByPost`.
+   * cursors continue with `listByPost`. Posts hidden from `viewer` get an empty connection.
    */
   firstPagesByPosts(
+    viewer: Viewer,
     postIds: readonly string[],
     first?: number | null,
   ): Promise<Map<string, Connection<Comment>>> {
-    return commentsByPost.firstPages(this.deps.cursors, this.deps.store.db, postIds, first, toComment);
+    return commentsByPost.firstPages(
+      this.deps.cursors,
+      this.deps.store.db,
+      postIds,
+      first,
+      toComment,
+      this.visible(viewer),
+    );
   }
 
-  /** Comment counts of many posts; every asked id is in the map (no comments: 0). */
-  countByPosts(postIds: readonly string[]): Promise<Map<string, number>> {
-    return commentsByPost.countBy(this.deps.store.db, postIds);
+  /** Comment counts of many posts; every asked id is in the map (none, or hidden: 0). */
+  countByPosts(viewer: Viewer, postIds: readonly string[]): Promise<Map<string, number>> {
+    return commentsByPost.countBy(this.deps.store.db, postIds, this.visible(viewer));
+  }
+
+  /** Whether `viewer` may see the post's comments (and the post), for subscriptions filtering by post. */
+  async mayViewPostOf(viewer: Viewer, postId: string): Promise<boolean> {
+    const row = await this.deps.store.db
+      .selectFrom('posts')
+      .select(['author_id', 'published_at'])
+      .where('id', '=', postId)
+      .executeTakeFirst();
+    return (
+      row !== undefined &&
+      mayViewPost(viewer, { authorId: row.author_id, publishedAt: row.published_at }, this.deps.clock.now())
+    );
+  }
+
+  private visible(viewer: Viewer) {
+    return commentsOfVisiblePostsSql(viewer, this.deps.clock.now());
   }
 }
 

@@ -5,6 +5,8 @@ import type { CoreDeps, Tx } from './context.js';
 import { inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, Problems } from './errors.js';
+import type { OrderStatus } from '../store/types.js';
+import { checkFirst, type Connection } from './connection.js';
 import { isId, newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
 import {
@@ -28,6 +30,9 @@ import {
   assertRefundable,
 } from './order-state.js';
 import { hydrate, insertItems, loadOrder, orderColumns, saveOrderColumns } from './order-store.js';
+
+/** `User.orders` when `first` is omitted (the spec's other shape has `limit: Int = 10`). */
+export const USER_ORDERS_PAGE_SIZE = 10;
 
 type OrderEvent = 'order.created' | 'order.updated' | 'order.cancelled' | 'order.refunded';
 
@@ -105,6 +110,84 @@ export class OrderService {
       if (!user) throw notFound('User', userId);
     }
     return this.page(userId, query);
+  }
+
+  /**
+   * First pages of `User.orders` for many users at once (a data loader's batch): newest first,
+   * `first` each (default 10, at most 100), optionally one status, with each user's totalCount.
+   * Users whose orders the actor may not see (anyone but themself, unless admin) are absent from
+   * the map. The cursors continue with `listForUser`.
+   */
+  async firstPagesByUsers(
+    actor: Actor,
+    userIds: readonly string[],
+    first?: number | null,
+    status?: OrderStatus,
+  ): Promise<Map<string, Connection<Order>>> {
+    const size = checkFirst(first, USER_ORDERS_PAGE_SIZE);
+    const ids = [...new Set(userIds)].filter((id) => isAdmin(actor) || id === actor.id);
+    const out = new Map<string, Connection<Order>>();
+    if (ids.length === 0) return out;
+    const db = this.deps.store.db;
+    const [rows, counts] = await Promise.all([
+      db
+        .selectFrom((eb) => {
+          let inner = eb
+            .selectFrom('orders')
+            .selectAll()
+            .select((e) =>
+              e.fn
+                .agg<number>('row_number', [])
+                .over((ob) => ob.partitionBy('owner_id').orderBy('created_at', 'desc').orderBy('id', 'desc'))
+                .as('rn'),
+            )
+            .where('owner_id', 'in', ids);
+          if (status) inner = inner.where('status', '=', status);
+          return inner.as('ranked');
+        })
+        .selectAll()
+        .where('rn', '<=', size + 1)
+        .orderBy('owner_id')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute(),
+      (() => {
+        let q = db
+          .selectFrom('orders')
+          .select((eb) => ['owner_id', eb.fn.countAll<number>().as('n')])
+          .where('owner_id', 'in', ids);
+        if (status) q = q.where('status', '=', status);
+        return q.groupBy('owner_id').execute();
+      })(),
+    ]);
+    const kept = rows.map(({ rn: _rn, ...row }) => row);
+    const orders = await hydrate(db, kept);
+    const byOwner = new Map<string, Order[]>();
+    kept.forEach((row, i) => {
+      const list = byOwner.get(row.owner_id) ?? [];
+      list.push(orders[i]!);
+      byOwner.set(row.owner_id, list);
+    });
+    const totals = new Map(counts.map((c) => [c.owner_id, Number(c.n)]));
+    for (const userId of ids) {
+      const all = byOwner.get(userId) ?? [];
+      const scope = `orders:${userId}:-created_at:${status ?? '*'}`;
+      const edges = all.slice(0, size).map((order) => ({
+        node: order,
+        cursor: this.deps.cursors.encode(scope, { id: order.id, createdAt: order.createdAt }),
+      }));
+      out.set(userId, {
+        edges,
+        pageInfo: {
+          hasNextPage: all.length > size,
+          hasPreviousPage: false,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+        totalCount: totals.get(userId) ?? 0,
+      });
+    }
+    return out;
   }
 
   async getItem(actor: Actor, orderId: string, itemId: string): Promise<OrderItem> {

@@ -1,7 +1,9 @@
 import { byIds } from './batch.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
-import { notFound, Problems } from './errors.js';
+import { isAdmin } from './actor.js';
+import { forbidden, notFound, Problems } from './errors.js';
+import { mayReadOrganization, type Viewer } from './user-policies.js';
 import { newId } from './ids.js';
 import { checkText } from './validate.js';
 
@@ -41,6 +43,24 @@ export class OrganizationService {
       .executeTakeFirst();
     if (!row) throw notFound('Organization', id);
     return toOrganization(row);
+  }
+
+  /** An organization for `viewer`: its members or an admin (forbidden otherwise); unknown: not_found. */
+  async read(viewer: Viewer, id: string): Promise<Organization> {
+    const org = await this.get(id);
+    let own: string | null = null;
+    if (viewer !== null && viewer.kind === 'user' && !isAdmin(viewer)) {
+      const member = await this.deps.store.db
+        .selectFrom('users')
+        .select('organization_id')
+        .where('id', '=', viewer.id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      own = member?.organization_id ?? null;
+    }
+    if (!mayReadOrganization(viewer, own, org.id))
+      throw forbidden('You may read only your own organization.');
+    return org;
   }
 
   getMany(ids: readonly string[]): Promise<Map<string, Organization>> {

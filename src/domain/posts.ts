@@ -16,6 +16,8 @@ import {
   checkId,
   readDateTime,
 } from './posts-rules.js';
+import { mayViewPost, visiblePostsSql } from './post-visibility.js';
+import type { Viewer } from './user-policies.js';
 import { normaliseTags, replacePostTags, type TagService } from './tags.js';
 
 export const POSTS_PAGE_SIZE = 20;
@@ -115,7 +117,7 @@ export class PostService {
 
     return inTransaction(this.deps, async (tx) => {
       const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
-      if (!current) throw notFound('Post', id);
+      if (!current || !mayViewPost(actor, toPost(current), this.deps.clock.now())) throw notFound('Post', id);
       assertMayChange(actor, current.author_id, 'post');
       const updated: PostRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
       await tx.db
@@ -142,12 +144,8 @@ export class PostService {
   /** Deletes the post with its comments and tag links. */
   async delete(actor: Actor, id: string): Promise<{ deletedPostId: string }> {
     return inTransaction(this.deps, async (tx) => {
-      const current = await tx.db
-        .selectFrom('posts')
-        .select(['id', 'author_id'])
-        .where('id', '=', id)
-        .executeTakeFirst();
-      if (!current) throw notFound('Post', id);
+      const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!current || !mayViewPost(actor, toPost(current), this.deps.clock.now())) throw notFound('Post', id);
       assertMayChange(actor, current.author_id, 'post');
       await tx.db.deleteFrom('posts').where('id', '=', id).execute();
       tx.afterCommit({ kind: 'post.changed', postId: id });
@@ -155,22 +153,29 @@ export class PostService {
     });
   }
 
-  async get(id: string): Promise<Post> {
+  /** One post as `viewer` sees it: a draft or scheduled post of someone else is not_found. */
+  async get(viewer: Viewer, id: string): Promise<Post> {
     const row = await this.deps.store.db
       .selectFrom('posts')
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirst();
-    if (!row) throw notFound('Post', id);
-    return toPost(row);
+    const post = row && toPost(row);
+    if (!post || !mayViewPost(viewer, post, this.deps.clock.now())) throw notFound('Post', id);
+    return post;
   }
 
-  /** Batch read for data loaders; missing ids are absent from the map. */
-  getMany(ids: readonly string[]): Promise<Map<string, Post>> {
+  /** Batch read for data loaders; missing and hidden ids are absent from the map. */
+  getMany(viewer: Viewer, ids: readonly string[]): Promise<Map<string, Post>> {
     const db = this.deps.store.db;
+    const visible = this.visible(viewer);
     return byIds(
       ids,
-      (unique) => db.selectFrom('posts').selectAll().where('id', 'in', unique).execute(),
+      (unique) => {
+        let q = db.selectFrom('posts').selectAll().where('id', 'in', unique);
+        if (visible) q = q.where(visible);
+        return q.execute();
+      },
       toPost,
     );
   }
@@ -180,21 +185,24 @@ export class PostService {
     return this.tags.forPosts(postIds);
   }
 
-  /** `Query.posts`: every post, newest first (id descending). */
-  list(args: PageArgs = {}): Promise<Connection<Post>> {
+  /**
+   * `Query.posts`: every post `viewer` may see, newest first (id descending), 20 by default;
+   * `first`/`after` forward, `last`/`before` backward, sizes 0 to 100 (more: validation_error).
+   */
+  list(viewer: Viewer, args: PageArgs = {}): Promise<Connection<Post>> {
     const db = this.deps.store.db;
+    const visible = this.visible(viewer);
     return paginate(
       this.deps.cursors,
       {
         scope: POSTS_SCOPE,
         order: 'desc',
         defaultSize: POSTS_PAGE_SIZE,
-        fetch: (bounds, order, limit) => postsByAuthor.fetch(db, undefined, bounds, order, limit),
+        fetch: (bounds, order, limit) => postsByAuthor.fetch(db, undefined, bounds, order, limit, visible),
         count: async () => {
-          const row = await db
-            .selectFrom('posts')
-            .select((eb) => eb.fn.countAll<number>().as('n'))
-            .executeTakeFirstOrThrow();
+          let q = db.selectFrom('posts').select((eb) => eb.fn.countAll<number>().as('n'));
+          if (visible) q = q.where(visible);
+          const row = await q.executeTakeFirstOrThrow();
           return Number(row.n);
         },
       },
@@ -203,9 +211,16 @@ export class PostService {
     );
   }
 
-  /** `User.posts`: one author's posts, newest first. */
-  listByAuthor(authorId: string, args: PageArgs = {}): Promise<Connection<Post>> {
-    return postsByAuthor.page(this.deps.cursors, this.deps.store.db, authorId, args, toPost);
+  /** `User.posts`: one author's posts that `viewer` may see, newest first. */
+  listByAuthor(viewer: Viewer, authorId: string, args: PageArgs = {}): Promise<Connection<Post>> {
+    return postsByAuthor.page(
+      this.deps.cursors,
+      this.deps.store.db,
+      authorId,
+      args,
+      toPost,
+      this.visible(viewer),
+    );
   }
 
   /**
@@ -213,14 +228,27 @@ export class PostService {
    * cursors continue with `listByAuthor`.
    */
   firstPagesByAuthors(
+    viewer: Viewer,
     authorIds: readonly string[],
     first?: number | null,
   ): Promise<Map<string, Connection<Post>>> {
-    return postsByAuthor.firstPages(this.deps.cursors, this.deps.store.db, authorIds, first, toPost);
+    return postsByAuthor.firstPages(
+      this.deps.cursors,
+      this.deps.store.db,
+      authorIds,
+      first,
+      toPost,
+      this.visible(viewer),
+    );
   }
 
-  countByAuthors(authorIds: readonly string[]): Promise<Map<string, number>> {
-    return postsByAuthor.countBy(this.deps.store.db, authorIds);
+  /** Posts per author that `viewer` may see; every asked id is in the map. */
+  countByAuthors(viewer: Viewer, authorIds: readonly string[]): Promise<Map<string, number>> {
+    return postsByAuthor.countBy(this.deps.store.db, authorIds, this.visible(viewer));
+  }
+
+  private visible(viewer: Viewer) {
+    return visiblePostsSql(viewer, this.deps.clock.now());
   }
 }
 

@@ -1,6 +1,8 @@
-import { sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
+import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
+import type { Viewer } from './user-policies.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
 
@@ -46,7 +48,11 @@ export function ftsMatchExpression(tokens: readonly string[]): string {
 export class SearchService {
   constructor(private readonly deps: CoreDeps) {}
 
-  async search(query: string, limit: number = SEARCH_DEFAULT_LIMIT): Promise<SearchHit[]> {
+  /**
+   * Hits `viewer` may see: drafts and scheduled posts (and their comments) only for their author and
+   * admins, as everywhere else.
+   */
+  async search(viewer: Viewer, query: string, limit: number = SEARCH_DEFAULT_LIMIT): Promise<SearchHit[]> {
     const problems = new Problems();
     if (typeof query !== 'string') problems.add('query', 'query must be a string');
     if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_MAX_LIMIT) {
@@ -55,31 +61,41 @@ export class SearchService {
     problems.throwIfAny();
     const tokens = searchTokens(query);
     if (tokens.length === 0) return [];
-    return this.deps.store.dialect === 'sqlite'
-      ? this.searchSqlite(tokens, limit)
-      : this.searchPostgres(tokens, limit);
-  }
-
-  private async searchSqlite(tokens: string[], limit: number): Promise<SearchHit[]> {
-    const { rows } = await sqliteSearchQuery(tokens, limit).execute(this.deps.store.db);
-    return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
-  }
-
-  private async searchPostgres(tokens: string[], limit: number): Promise<SearchHit[]> {
-    const { rows } = await postgresSearchQuery(tokens, limit).execute(this.deps.store.db);
+    const now = this.deps.clock.now();
+    const visible: Visible = {
+      posts: visiblePostsSql(viewer, now, 'p') ?? ALL,
+      comments: commentsOfVisiblePostsSql(viewer, now, 'c') ?? ALL,
+    };
+    const query_ =
+      this.deps.store.dialect === 'sqlite'
+        ? sqliteSearchQuery(tokens, limit, visible)
+        : postgresSearchQuery(tokens, limit, visible);
+    const { rows } = await query_.execute(this.deps.store.db);
     return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
   }
 }
 
 type HitRow = { kind: SearchKind; id: string; score: number };
 
+/** Conditions on posts (alias `p`) and comments (alias `c`) that the viewer may see. */
+export interface Visible {
+  posts: Expression<SqlBool>;
+  comments: Expression<SqlBool>;
+}
+
+const ALL = sql<SqlBool>`1 = 1`;
+/** No restriction: what an admin sees. */
+export const EVERYTHING: Visible = { posts: ALL, comments: ALL };
+
 /** bm25() is lower-is-better; deleted users stay in the index (a soft delete is an update). */
-export function sqliteSearchQuery(tokens: readonly string[], limit: number) {
+export function sqliteSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
   return sql<HitRow>`
     select kind, entity_id as id, -bm25(search_index) as score
     from search_index
     where search_index match ${ftsMatchExpression(tokens)}
       and not (kind = 'user' and entity_id in (select id from users where deleted_at is not null))
+      and (kind <> 'post' or entity_id in (select p.id from posts p where ${visible.posts}))
+      and (kind <> 'comment' or entity_id in (select c.id from comments c where ${visible.comments}))
     order by score desc, entity_id desc
     limit ${limit}`;
 }
@@ -88,7 +104,7 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number) {
  * The tsvector expressions are exactly those of the expression GIN indexes (migration 0001), so
  * each branch can use its index; a test holds the plan to that.
  */
-export function postgresSearchQuery(tokens: readonly string[], limit: number) {
+export function postgresSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
   const text = tokens.join(' ');
   return sql<HitRow>`
     select kind, id, score from (
@@ -101,11 +117,13 @@ export function postgresSearchQuery(tokens: readonly string[], limit: number) {
       (select 'post' as kind, p.id, ts_rank(to_tsvector('english', title || ' ' || body), q) as score
        from posts p, plainto_tsquery('english', ${text}) q
        where to_tsvector('english', title || ' ' || body) @@ q
+         and ${visible.posts}
        order by score desc, p.id desc limit ${limit})
       union all
       (select 'comment' as kind, c.id, ts_rank(to_tsvector('english', body), q) as score
        from comments c, plainto_tsquery('english', ${text}) q
        where to_tsvector('english', body) @@ q
+         and ${visible.comments}
        order by score desc, c.id desc limit ${limit})
     ) hits
     order by score desc, id desc

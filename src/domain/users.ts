@@ -12,9 +12,38 @@ import { DomainError, forbidden, notFound, Problems } from './errors.js';
 import { newId } from './ids.js';
 import type { OrganizationService } from './organizations.js';
 import { hashPassword, verifyPassword } from './passwords.js';
+import {
+  ADMIN_ONLY_UPDATE,
+  assertMayDeleteUser,
+  assertMayReadUser,
+  mayViewEmail,
+  SELF_SERVICE_UPDATE,
+  type UserField,
+  type UserUpdatePolicy,
+  type Viewer,
+} from './user-policies.js';
 import { checkEmail, checkText, HANDLE, joinName, splitName } from './validate.js';
 
 export const ROLES: readonly Role[] = ['admin', 'member', 'viewer'];
+/** The most users one `page` call returns. */
+export const MAX_USERS_PAGE = 1000;
+
+/** The columns each update field writes, to report which fields a change really altered. */
+const FIELD_COLUMNS: Record<UserField, readonly (keyof UserRow)[]> = {
+  name: ['first_name', 'last_name'],
+  firstName: ['first_name'],
+  lastName: ['last_name'],
+  email: ['email'],
+  role: ['role'],
+};
+
+/** A name part: 1 to 100 characters, not blank. Returns the message, or null when fine. */
+export function checkName(value: unknown, field: string): string | null {
+  const bad = checkText(value, 1, 100);
+  if (bad) return `${field} ${bad}`;
+  if ((value as string).trim() === '') return `${field} must not be blank`;
+  return null;
+}
 
 export interface User {
   id: string;
@@ -78,8 +107,8 @@ export class UserService {
       problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
     let names = { firstName: input.firstName ?? null, lastName: input.lastName ?? null };
     if (input.name !== undefined) {
-      const bad = checkText(input.name, 1, 100);
-      if (bad) problems.add('name', `name ${bad}`);
+      const bad = checkName(input.name, 'name');
+      if (bad) problems.add('name', bad);
       else names = splitName(input.name);
     }
     if (
@@ -117,7 +146,7 @@ export class UserService {
       }
       if (isForeignKeyViolation(err)) {
         throw new DomainError('unprocessable', 'The organization does not exist.', [
-          { field: 'organization_id', message: 'unknown organization', code: 'unknown_organization' },
+          { field: 'organizationId', message: 'unknown organization', code: 'unknown_organization' },
         ]);
       }
       throw err;
@@ -162,44 +191,86 @@ export class UserService {
     return ok && found ? stripHash(found) : undefined;
   }
 
+  /** The whole record for `viewer`: the user themself or an admin (forbidden); unknown or deleted: not_found. */
+  async read(viewer: Viewer, id: string): Promise<User> {
+    const user = await this.get(id);
+    assertMayReadUser(viewer, id);
+    return user;
+  }
+
+  /** The email as `viewer` may see it (the user themself or an admin), else null. */
+  visibleEmail(viewer: Viewer, user: User): string | null {
+    return mayViewEmail(viewer, user) ? user.email : null;
+  }
+
+  /** REST `PATCH /v1/users/{id}`: admins only. */
+  updateAsAdmin(actor: Actor, id: string, input: UpdateUserInput): Promise<User> {
+    return this.update(actor, id, input, ADMIN_ONLY_UPDATE);
+  }
+
   /**
-   * The rule every surface shares: a user may change their own name and email; only an admin may
-   * change a role or another user. Surfaces may be stricter (REST PATCH is admin-only).
+   * GraphQL `updateUser`, gRPC `UpdateUser`: a user changes their own name and email; only an admin
+   * changes a role or another user.
    */
-  async update(actor: Actor, id: string, input: UpdateUserInput): Promise<User> {
+  updateSelfService(actor: Actor, id: string, input: UpdateUserInput): Promise<User> {
+    return this.update(actor, id, input, SELF_SERVICE_UPDATE);
+  }
+
+  /**
+   * Validates, then asks `policy`, then writes. Fields are present when not undefined. A change that
+   * alters nothing writes nothing: no `updated_at`, no outbox event, no signal.
+   */
+  async update(
+    actor: Actor,
+    id: string,
+    input: UpdateUserInput,
+    policy: UserUpdatePolicy = SELF_SERVICE_UPDATE,
+  ): Promise<User> {
     const problems = new Problems();
     const patch: Partial<UserRow> = {};
+    const fields = new Set<UserField>();
     if (input.name !== undefined) {
-      const bad = checkText(input.name, 1, 100);
-      if (bad) problems.add('name', `name ${bad}`, 'range_error');
+      fields.add('name');
+      const bad = checkName(input.name, 'name');
+      if (bad) problems.add('name', bad, 'range_error');
       else Object.assign(patch, toNameColumns(splitName(input.name)));
     }
-    if (input.firstName !== undefined) patch.first_name = input.firstName;
-    if (input.lastName !== undefined) patch.last_name = input.lastName;
+    for (const [field, column] of [
+      ['firstName', 'first_name'],
+      ['lastName', 'last_name'],
+    ] as const) {
+      const value = input[field];
+      if (value === undefined) continue;
+      fields.add(field);
+      const bad = value === null ? null : checkName(value, field);
+      if (bad) problems.add(field, bad, 'range_error');
+      else patch[column] = value === null ? null : value.trim();
+    }
     if (input.email !== undefined) {
+      fields.add('email');
       const bad = checkEmail(input.email);
       if (bad) problems.add('email', `email ${bad}`);
       else patch.email = input.email.trim().toLowerCase();
     }
     if (input.role !== undefined) {
+      fields.add('role');
       if (!ROLES.includes(input.role))
         problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
       else patch.role = input.role;
     }
     problems.throwIfAny();
-
-    if (!isAdmin(actor)) {
-      if (actor.id !== id) throw forbidden('Only an admin may change another user.');
-      if (patch.role !== undefined) throw forbidden('Only an admin may change a role.');
-    }
+    policy.assertMayUpdate(actor, id, fields);
 
     return inTransaction(this.deps, async (tx) => {
       const current = await liveUser(tx.db, id);
-      const updated: UserRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
+      const changedColumns = (Object.keys(patch) as (keyof UserRow)[]).filter((k) => patch[k] !== current[k]);
+      if (changedColumns.length === 0) return toUser(current);
+      const changes = Object.fromEntries(changedColumns.map((k) => [k, patch[k]])) as Partial<UserRow>;
+      const updated: UserRow = { ...current, ...changes, updated_at: iso(this.deps.clock.now()) };
       try {
         await tx.db
           .updateTable('users')
-          .set({ ...patch, updated_at: updated.updated_at })
+          .set({ ...changes, updated_at: updated.updated_at })
           .where('id', '=', id)
           .execute();
       } catch (err) {
@@ -211,10 +282,47 @@ export class UserService {
         throw err;
       }
       const user = toUser(updated);
-      await tx.recordEvent('user.updated', id, { object: publicUserData(user), changed: Object.keys(input) });
+      const changed = [...fields].filter((f) => FIELD_COLUMNS[f].some((c) => changedColumns.includes(c)));
+      await tx.recordEvent('user.updated', id, { object: publicUserData(user), changed });
       tx.afterCommit({ kind: 'user.changed', userId: id });
       return user;
     });
+  }
+
+  /**
+   * Soft-deletes a user (admins; the CLI acts as the system). The user is then not_found on every
+   * read and their API keys and tokens are refused. Unknown or already deleted: not_found.
+   */
+  async delete(actor: Actor, id: string): Promise<{ id: string; deletedAt: string }> {
+    assertMayDeleteUser(actor);
+    return inTransaction(this.deps, async (tx) => {
+      await liveUser(tx.db, id);
+      const now = iso(this.deps.clock.now());
+      await tx.db
+        .updateTable('users')
+        .set({ deleted_at: now, updated_at: now })
+        .where('id', '=', id)
+        .execute();
+      tx.afterCommit({ kind: 'user.changed', userId: id });
+      return { id, deletedAt: now };
+    });
+  }
+
+  /** A page of users by id ascending after `afterId` (gRPC ListUsers streams through these). */
+  async page(query: {
+    role?: Role | undefined;
+    afterId?: string | null | undefined;
+    limit: number;
+  }): Promise<User[]> {
+    const problems = new Problems();
+    if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_USERS_PAGE) {
+      problems.add('limit', `limit must be an integer from 1 to ${MAX_USERS_PAGE}`, 'range_error');
+    }
+    if (query.role !== undefined && !ROLES.includes(query.role)) {
+      problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
+    }
+    problems.throwIfAny();
+    return this.list({ role: query.role, limit: query.limit, after: query.afterId ?? undefined });
   }
 
   async markEmailVerified(actor: Actor, id: string): Promise<User> {

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
@@ -18,6 +19,8 @@ export interface HttpAppOptions {
   store: Store;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
+  /** The process's metrics registry, served at /metrics. */
+  metrics?: Registry;
 }
 
 /**
@@ -99,6 +102,6 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     done();
   });
   registerHealth(app, options.readiness, options.isDraining);
-  registerMetrics(app, options.store);
+  registerMetrics(app, options.store, options.metrics);
   return app;
 }

@@ -71,6 +71,7 @@ function fromFastify(err: FastifyError): DomainError | undefined {
     const details = err.validation.slice(0, MAX_DETAILS).map((v) => ajvDetail(v, err.validationContext));
     const omitted = Math.max(0, err.validation.length - MAX_DETAILS);
     return new DomainError('validation_error', 'The request has invalid fields.', details, {
+      ...WIRE_NAMED,
       omittedDetails: omitted,
     });
   }
@@ -145,6 +146,37 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };
 }
 
+/** Marks errors whose field names already are REST's (they came from the request schema). */
+const WIRE_NAMED = { wireNamed: true } as const;
+
+/**
+ * The core names fields by neutral paths in its own (camelCase) names: `shippingAddress.postalCode`,
+ * `items[0].productId`. REST's wire names are snake_case: `shipping_address.postal_code`. Header
+ * names (`Idempotency-Key`) and names already in snake_case are left as they are.
+ */
+export function restFieldName(path: string): string {
+  return path.replace(/([a-z0-9])([A-Z])/g, (_m, a: string, b: string) => `${a}_${b.toLowerCase()}`);
+}
+
+/** A core message that starts with its field's path starts with the REST name instead. */
+function renamed(message: string, field: string | null): string {
+  if (field === null || !message.startsWith(field)) return message;
+  return restFieldName(field) + message.slice(field.length);
+}
+
+function restDetails(err: DomainError): { message: string; details: ErrorDetail[] } {
+  if (err.meta.wireNamed === true) return { message: err.message, details: err.details };
+  const first = err.details[0]?.field ?? null;
+  return {
+    message: renamed(err.message, first),
+    details: err.details.map((d) => ({
+      ...d,
+      field: d.field === null ? null : restFieldName(d.field),
+      message: renamed(d.message, d.field),
+    })),
+  };
+}
+
 /** Converts anything thrown into the core's error; unknown errors become a masked internal_error. */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
@@ -171,10 +203,11 @@ export function errorBody(
   const wire = HTTP[err.code];
   const status = typeof err.meta.status === 'number' ? err.meta.status : wire.status;
   const error = typeof err.meta.error === 'string' ? err.meta.error : wire.error;
+  const { message, details: named } = restDetails(err);
   const omitted =
     (typeof err.meta.omittedDetails === 'number' ? err.meta.omittedDetails : 0) +
-    Math.max(0, err.details.length - MAX_DETAILS);
-  const details = err.details.slice(0, MAX_DETAILS);
+    Math.max(0, named.length - MAX_DETAILS);
+  const details = named.slice(0, MAX_DETAILS);
   if (omitted > 0) {
     details.push({
       field: null,
@@ -184,7 +217,7 @@ export function errorBody(
   }
   const body: ErrorBody = {
     error: upperCase ? error.toUpperCase() : error,
-    message: err.message,
+    message,
     request_id: requestId,
     details,
   };

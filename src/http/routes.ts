@@ -6,6 +6,7 @@ import { usersRouteModule } from './rest/users/routes.js';
 import { ordersRouteModule } from './rest/orders/index.js';
 import { protectedExampleRoutes } from './rest/protected/routes.js';
 import { tokenServerRoutes } from '../oauth/routes.js';
+import { graphqlModule } from '../graphql/module.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
 export interface RouteModule {
@@ -23,4 +24,5 @@ export const ROUTE_MODULES: RouteModule[] = [
   ordersRouteModule,
   protectedExampleRoutes,
   tokenServerRoutes,
+  graphqlModule,
 ];

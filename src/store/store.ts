@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, type KyselyPlugin, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
+import { guardedByRequestScope } from './request-guard.js';
 import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
@@ -20,17 +21,32 @@ export interface Store {
   /** Pool figures for /metrics (PostgreSQL only). */
   poolStats(): { total: number; idle: number; waiting: number } | undefined;
   close(): Promise<void>;
+  /** SQL statements sent since the store opened (tests hold batching to a constant count with it). */
+  statementCount(): number;
+}
+
+/** Kysely's log hook, used only to count statements; it runs once per executed query. */
+function statementCounter() {
+  const counter = { n: 0 };
+  return { counter, log: () => void (counter.n += 1) };
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; every int8 here fits a double.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
-export function openStore(databaseUrl: string, options: { poolSize?: number } = {}): Store {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
-  return openPostgres(databaseUrl, options.poolSize ?? 10);
+export interface StoreOptions {
+  poolSize?: number;
+  /** Kysely plugins over every query (tests use one to hold a statement at a chosen point). */
+  plugins?: KyselyPlugin[];
 }
 
-function openSqlite(path: string): Store {
+export function openStore(databaseUrl: string, options: StoreOptions = {}): Store {
+  const plugins = options.plugins ?? [];
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length), plugins);
+  return openPostgres(databaseUrl, options.poolSize ?? 10, plugins);
+}
+
+function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
   const memory = path === ':memory:' || path === '';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
   const conn = new SQLite(memory ? ':memory:' : path);
@@ -38,8 +54,13 @@ function openSqlite(path: string): Store {
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(conn) }) });
-  return makeStore(db, 'sqlite', () => undefined);
+  const { counter, log } = statementCounter();
+  const db = new Kysely<Database>({
+    dialect: guardedByRequestScope(new SqliteDialect({ database: withStatementCache(conn) })),
+    plugins,
+    log,
+  });
+  return makeStore(db, 'sqlite', () => undefined, counter);
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -111,25 +132,42 @@ function refusingNul(pool: pg.Pool): pg.Pool {
   });
 }
 
-function openPostgres(url: string, max: number): Store {
+function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNul(pool) }) });
-  return makeStore(db, 'postgres', () => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
+  const { counter, log } = statementCounter();
+  const db = new Kysely<Database>({
+    dialect: guardedByRequestScope(new PostgresDialect({ pool: refusingNul(pool) })),
+    plugins,
+    log,
+  });
+  return makeStore(
+    db,
+    'postgres',
+    () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
+    counter,
+  );
 }
 
-function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats']): Store {
+function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats'], counter: { n: number }): Store {
   return {
     db,
     dialect,
     poolStats,
+    statementCount: () => counter.n,
     async migrate() {
-      const migrator = new Migrator({ db, provider: new StaticMigrationProvider(dialect) });
+      // Numbers are handed out to parallel work, so a database may have a later one applied before
+      // an earlier one lands; each migration stands alone, so that order is harmless.
+      const migrator = new Migrator({
+        db,
+        provider: new StaticMigrationProvider(dialect),
+        allowUnorderedMigrations: true,
+      });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

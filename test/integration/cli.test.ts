@@ -84,6 +84,28 @@ describe('atrium command line', () => {
     expect(Number.isNaN(Date.parse(revoked.revoked_at))).toBe(false);
   });
 
+  // Five CLI runs, each a fresh Node process: more time than the default on a loaded machine.
+  it('soft-deletes a user: one JSON object, the user gone, its key refused; unknown ids exit 1', async () => {
+    const user = json(
+      await runCli(['users', 'create', '--handle', 'leaving', '--email', 'leaving@example.com'], env),
+    );
+    const deleted = json(await runCli(['users', 'delete', user.id], env));
+    expect(Object.keys(deleted).sort()).toEqual(['deleted_at', 'id']);
+    expect(deleted.id).toBe(user.id);
+    expect(Number.isNaN(Date.parse(deleted.deleted_at))).toBe(false);
+
+    const again = await runCli(['users', 'delete', user.id], env);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(JSON.parse(again.stderr.trim())).toMatchObject({ error: 'not_found' });
+    const key = await runCli(['api-keys', 'create', '--user', user.id], env);
+    expect(key.code).toBe(1);
+    expect(JSON.parse(key.stderr.trim())).toMatchObject({ error: 'not_found' });
+    const usage = await runCli(['users', 'delete'], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stdout).toBe('');
+  }, 60_000);
+
   it('creates a product', async () => {
     const p = json(await runCli(['products', 'create', '--name', 'Teapot', '--price-cents', '1999'], env));
     expect(p).toMatchObject({ name: 'Teapot', price_cents: 1999 });

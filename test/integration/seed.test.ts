@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServices, createServices, type Services } from '../../src/compose.js';
 import { parseConfig } from '../../src/config/schema.js';
 import { DomainError } from '../../src/domain/errors.js';
+import { SYSTEM_ACTOR } from '../../src/domain/actor.js';
 import { idTime } from '../../src/domain/ids.js';
 import { ClientService } from '../../src/oauth/clients.js';
 import { discountFor } from '../../src/domain/coupons.js';
@@ -202,7 +203,7 @@ describe('seedDemoData (small)', () => {
   });
 
   it('writes posts with tags and comments that follow their published post', async () => {
-    const connection = await services.core.posts.list({ first: 5 });
+    const connection = await services.core.posts.list(SYSTEM_ACTOR, { first: 5 });
     expect(connection.totalCount).toBe(PLANS.small.posts);
     const ids = connection.edges.map((e) => e.node.id);
     const tags = await services.core.posts.tagsFor(ids);
@@ -219,7 +220,7 @@ describe('seedDemoData (small)', () => {
       )
       .execute();
     expect(late).toEqual([]);
-    expect((await services.core.search.search('caching', 5)).length).toBeGreaterThan(0);
+    expect((await services.core.search.search(null, 'caching', 5)).length).toBeGreaterThan(0);
   });
 
   it('refuses a second run with a conflict and writes nothing more', async () => {

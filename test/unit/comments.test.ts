@@ -53,7 +53,7 @@ describe('CommentService', () => {
         { kind: 'comment.added', commentId: comment.id, postId: quietPostId },
       ]);
       expect(await t.store.db.selectFrom('events').select('id').execute()).toEqual(eventsBefore);
-      expect((await t.core.comments.get(comment.id)).body).toBe('hello');
+      expect((await t.core.comments.get(null, comment.id)).body).toBe('hello');
     });
 
     it('refuses a comment on a missing post with not_found and sends no signal', async () => {
@@ -111,23 +111,26 @@ describe('CommentService', () => {
 
   describe('Post.comments connection (oldest first)', () => {
     it('gives 10 by default, oldest first, with totalCount and flags', async () => {
-      const page = await t.core.comments.listByPost(postId);
+      const page = await t.core.comments.listByPost(null, postId);
       expect(bodies(page)).toEqual(all().slice(0, 10));
       expect(page.totalCount).toBe(15);
       expect(page.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
     });
 
     it('pages forward and backward over the whole list', async () => {
-      const one = await t.core.comments.listByPost(postId, { first: 6 });
-      const two = await t.core.comments.listByPost(postId, { first: 6, after: one.pageInfo.endCursor });
-      const three = await t.core.comments.listByPost(postId, { first: 6, after: two.pageInfo.endCursor });
+      const one = await t.core.comments.listByPost(null, postId, { first: 6 });
+      const two = await t.core.comments.listByPost(null, postId, { first: 6, after: one.pageInfo.endCursor });
+      const three = await t.core.comments.listByPost(null, postId, {
+        first: 6,
+        after: two.pageInfo.endCursor,
+      });
       expect([...bodies(one), ...bodies(two), ...bodies(three)]).toEqual(all());
       expect(three.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
 
-      const last = await t.core.comments.listByPost(postId, { last: 4 });
+      const last = await t.core.comments.listByPost(null, postId, { last: 4 });
       expect(bodies(last)).toEqual(all().slice(11));
       expect(last.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
-      const before = await t.core.comments.listByPost(postId, {
+      const before = await t.core.comments.listByPost(null, postId, {
         last: 20,
         before: last.pageInfo.startCursor,
       });
@@ -136,18 +139,18 @@ describe('CommentService', () => {
     });
 
     it('refuses sizes over 100 and cursors of another post', async () => {
-      expect((await rejection(t.core.comments.listByPost(postId, { first: 101 }))).details[0]!.code).toBe(
-        'range_error',
-      );
-      const page = await t.core.comments.listByPost(postId, { first: 1 });
+      expect(
+        (await rejection(t.core.comments.listByPost(null, postId, { first: 101 }))).details[0]!.code,
+      ).toBe('range_error');
+      const page = await t.core.comments.listByPost(null, postId, { first: 1 });
       const err = await rejection(
-        t.core.comments.listByPost(quietPostId, { after: page.pageInfo.endCursor }),
+        t.core.comments.listByPost(null, quietPostId, { after: page.pageInfo.endCursor }),
       );
       expect(err.details[0]!.code).toBe('invalid_cursor');
     });
 
     it('answers an unknown post with an empty connection', async () => {
-      const page = await t.core.comments.listByPost('pst_unknown');
+      const page = await t.core.comments.listByPost(null, 'pst_unknown');
       expect(page).toEqual({
         edges: [],
         pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
@@ -158,27 +161,30 @@ describe('CommentService', () => {
 
   describe('batches', () => {
     it('counts comments of many posts, zero for posts without any', async () => {
-      const counts = await t.core.comments.countByPosts([postId, 'pst_unknown']);
+      const counts = await t.core.comments.countByPosts(null, [postId, 'pst_unknown']);
       expect(counts.get(postId)).toBe(15);
       expect(counts.get('pst_unknown')).toBe(0);
     });
 
     it('reads many by id', async () => {
-      const many = await t.core.comments.getMany([made[0]!.id, made[1]!.id, 'cmt_none']);
+      const many = await t.core.comments.getMany(null, [made[0]!.id, made[1]!.id, 'cmt_none']);
       expect(many.size).toBe(2);
       expect(many.get(made[1]!.id)?.authorId).toBe(other.id);
     });
 
     it('gives first pages for many posts whose cursors continue with listByPost', async () => {
-      const pages = await t.core.comments.firstPagesByPosts([postId, 'pst_unknown'], 4);
+      const pages = await t.core.comments.firstPagesByPosts(null, [postId, 'pst_unknown'], 4);
       const page = pages.get(postId)!;
       expect(bodies(page)).toEqual(all().slice(0, 4));
       expect(page.totalCount).toBe(15);
       expect(page.pageInfo.hasNextPage).toBe(true);
       expect(pages.get('pst_unknown')!.edges).toEqual([]);
-      const next = await t.core.comments.listByPost(postId, { first: 4, after: page.pageInfo.endCursor });
+      const next = await t.core.comments.listByPost(null, postId, {
+        first: 4,
+        after: page.pageInfo.endCursor,
+      });
       expect(bodies(next)).toEqual(all().slice(4, 8));
-      const byDefault = await t.core.comments.firstPagesByPosts([postId]);
+      const byDefault = await t.core.comments.firstPagesByPosts(null, [postId]);
       expect(byDefault.get(postId)!.edges).toHaveLength(10);
     });
   });

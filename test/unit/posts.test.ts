@@ -126,13 +126,13 @@ describe('PostService', () => {
     });
 
     it('reports an unknown author as a field problem and writes nothing', async () => {
-      const before = (await t.core.posts.list()).totalCount;
+      const before = (await t.core.posts.list(null)).totalCount;
       const err = await rejection(
         t.core.posts.create(admin, { title: 'x', body: 'x', authorId: 'usr_nobody', tags: ['orphan'] }),
       );
       expect(err.code).toBe('validation_error');
       expect(err.details[0]).toMatchObject({ field: 'authorId', code: 'unknown_author' });
-      expect((await t.core.posts.list()).totalCount).toBe(before);
+      expect((await t.core.posts.list(null)).totalCount).toBe(before);
       expect((await t.core.tags.getMany(['orphan'])).size).toBe(0);
     });
   });
@@ -151,7 +151,7 @@ describe('PostService', () => {
       expect(updated.updatedAt > post.updatedAt).toBe(true);
       const kept = await t.core.posts.update(author, post.id, { body: 'new body' });
       expect(kept.tags).toEqual(['three', 'two']);
-      expect((await t.core.posts.get(post.id)).body).toBe('new body');
+      expect((await t.core.posts.get(null, post.id)).body).toBe('new body');
       await t.core.posts.delete(author, post.id);
     });
 
@@ -169,7 +169,7 @@ describe('PostService', () => {
         'validation_error',
       );
       expect(await t.core.posts.delete(admin, post.id)).toEqual({ deletedPostId: post.id });
-      expect((await rejection(t.core.posts.get(post.id))).code).toBe('not_found');
+      expect((await rejection(t.core.posts.get(null, post.id))).code).toBe('not_found');
       expect((await rejection(t.core.posts.delete(admin, post.id))).code).toBe('not_found');
     });
 
@@ -182,15 +182,15 @@ describe('PostService', () => {
       });
       const comment = await t.core.comments.add(other, { body: 'hi', authorId: other.id, postId: post.id });
       await t.core.posts.delete(author, post.id);
-      expect((await t.core.comments.getMany([comment.id])).size).toBe(0);
+      expect((await t.core.comments.getMany(null, [comment.id])).size).toBe(0);
       expect((await t.core.tags.getMany(['gone'])).get('gone')).toEqual({ name: 'gone', postCount: 0 });
     });
   });
 
   describe('reading', () => {
     it('gets one and many; missing ids are absent', async () => {
-      expect((await t.core.posts.get(made[3]!.id)).title).toBe('Post 3');
-      const many = await t.core.posts.getMany([made[0]!.id, made[1]!.id, 'pst_missing', made[0]!.id]);
+      expect((await t.core.posts.get(null, made[3]!.id)).title).toBe('Post 3');
+      const many = await t.core.posts.getMany(null, [made[0]!.id, made[1]!.id, 'pst_missing', made[0]!.id]);
       expect([...many.keys()].sort()).toEqual([made[0]!.id, made[1]!.id].sort());
     });
 
@@ -222,7 +222,7 @@ describe('PostService', () => {
     const newestFirst = () => [...made].reverse().map((p) => p.title);
 
     it('gives 20 newest first by default with totalCount and page flags', async () => {
-      const page = await t.core.posts.list();
+      const page = await t.core.posts.list(null);
       expect(titles(page)).toEqual(newestFirst().slice(0, 20));
       expect(page.totalCount).toBe(25);
       expect(page.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
@@ -231,9 +231,9 @@ describe('PostService', () => {
     });
 
     it('pages forward with first/after to the end', async () => {
-      const one = await t.core.posts.list({ first: 10 });
-      const two = await t.core.posts.list({ first: 10, after: one.pageInfo.endCursor });
-      const three = await t.core.posts.list({ first: 10, after: two.pageInfo.endCursor });
+      const one = await t.core.posts.list(null, { first: 10 });
+      const two = await t.core.posts.list(null, { first: 10, after: one.pageInfo.endCursor });
+      const three = await t.core.posts.list(null, { first: 10, after: two.pageInfo.endCursor });
       expect([...titles(one), ...titles(two), ...titles(three)]).toEqual(newestFirst());
       expect(two.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true });
       expect(three.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
@@ -241,31 +241,31 @@ describe('PostService', () => {
     });
 
     it('says hasNextPage false when the page ends exactly at the last item', async () => {
-      const page = await t.core.posts.list({ first: 25 });
+      const page = await t.core.posts.list(null, { first: 25 });
       expect(page.edges).toHaveLength(25);
       expect(page.pageInfo.hasNextPage).toBe(false);
     });
 
     it('pages backward with last/before, keeping list order inside a page', async () => {
-      const tail = await t.core.posts.list({ last: 10 });
+      const tail = await t.core.posts.list(null, { last: 10 });
       expect(titles(tail)).toEqual(newestFirst().slice(15));
       expect(tail.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false });
-      const prev = await t.core.posts.list({ last: 10, before: tail.pageInfo.startCursor });
+      const prev = await t.core.posts.list(null, { last: 10, before: tail.pageInfo.startCursor });
       expect(titles(prev)).toEqual(newestFirst().slice(5, 15));
       expect(prev.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: true });
-      const head = await t.core.posts.list({ last: 10, before: prev.pageInfo.startCursor });
+      const head = await t.core.posts.list(null, { last: 10, before: prev.pageInfo.startCursor });
       expect(titles(head)).toEqual(newestFirst().slice(0, 5));
       expect(head.pageInfo).toMatchObject({ hasPreviousPage: false, hasNextPage: true });
     });
 
     it('pages backward by the default size when only before is given', async () => {
-      const all = await t.core.posts.list({ first: 25 });
-      const page = await t.core.posts.list({ before: all.edges[24]!.cursor });
+      const all = await t.core.posts.list(null, { first: 25 });
+      const page = await t.core.posts.list(null, { before: all.edges[24]!.cursor });
       expect(titles(page)).toEqual(newestFirst().slice(4, 24));
     });
 
     it('answers first: 0 with no edges but the right flags', async () => {
-      const page = await t.core.posts.list({ first: 0 });
+      const page = await t.core.posts.list(null, { first: 0 });
       expect(page.edges).toEqual([]);
       expect(page.pageInfo).toEqual({
         hasNextPage: true,
@@ -277,33 +277,33 @@ describe('PostService', () => {
     });
 
     it('accepts 100 and refuses more than 100, negatives, fractions and first with last', async () => {
-      expect((await t.core.posts.list({ first: 100 })).edges).toHaveLength(25);
+      expect((await t.core.posts.list(null, { first: 100 })).edges).toHaveLength(25);
       for (const args of [{ first: 101 }, { last: 101 }, { first: -1 }, { first: 1.5 }]) {
-        const err = await rejection(t.core.posts.list(args));
+        const err = await rejection(t.core.posts.list(null, args));
         expect(err.code).toBe('validation_error');
         expect(err.details[0]!.code).toBe('range_error');
       }
-      const both = await rejection(t.core.posts.list({ first: 1, last: 1 }));
+      const both = await rejection(t.core.posts.list(null, { first: 1, last: 1 }));
       expect(both.details[0]!.code).toBe('invalid_combination');
     });
 
     it('refuses garbled, tampered and foreign cursors as invalid_cursor', async () => {
-      const page = await t.core.posts.list({ first: 1 });
+      const page = await t.core.posts.list(null, { first: 1 });
       const cursor = page.pageInfo.endCursor!;
       const tampered = cursor.slice(0, -2) + (cursor.endsWith('AA') ? 'BB' : 'AA');
-      const byAuthor = await t.core.posts.listByAuthor(author.id, { first: 1 });
+      const byAuthor = await t.core.posts.listByAuthor(null, author.id, { first: 1 });
       for (const bad of ['%%%', 'abc', tampered, byAuthor.pageInfo.endCursor!]) {
-        const err = await rejection(t.core.posts.list({ after: bad }));
+        const err = await rejection(t.core.posts.list(null, { after: bad }));
         expect(err.details[0]).toMatchObject({ field: 'after', code: 'invalid_cursor' });
       }
-      const err = await rejection(t.core.posts.list({ last: 1, before: 'garbage' }));
+      const err = await rejection(t.core.posts.list(null, { last: 1, before: 'garbage' }));
       expect(err.details[0]).toMatchObject({ field: 'before', code: 'invalid_cursor' });
     });
 
     it('does not skip or repeat when a post is added between pages', async () => {
-      const one = await t.core.posts.list({ first: 5 });
+      const one = await t.core.posts.list(null, { first: 5 });
       const extra = await t.core.posts.create(author, { title: 'late', body: 'late', authorId: author.id });
-      const two = await t.core.posts.list({ first: 5, after: one.pageInfo.endCursor });
+      const two = await t.core.posts.list(null, { first: 5, after: one.pageInfo.endCursor });
       expect(titles(two)).toEqual(newestFirst().slice(5, 10));
       await t.core.posts.delete(author, extra.id);
     });
@@ -312,30 +312,36 @@ describe('PostService', () => {
   describe('User.posts', () => {
     it('lists one author only, with its own totalCount and cursors', async () => {
       const mine = await t.core.posts.create(other, { title: 'other 1', body: 'x', authorId: other.id });
-      const first = await t.core.posts.listByAuthor(author.id, { first: 3 });
+      const first = await t.core.posts.listByAuthor(null, author.id, { first: 3 });
       expect(first.totalCount).toBe(25);
       expect(titles(first)).toEqual(['Post 24', 'Post 23', 'Post 22']);
-      const next = await t.core.posts.listByAuthor(author.id, { first: 3, after: first.pageInfo.endCursor });
+      const next = await t.core.posts.listByAuthor(null, author.id, {
+        first: 3,
+        after: first.pageInfo.endCursor,
+      });
       expect(titles(next)).toEqual(['Post 21', 'Post 20', 'Post 19']);
-      const others = await t.core.posts.listByAuthor(other.id);
+      const others = await t.core.posts.listByAuthor(null, other.id);
       expect(titles(others)).toEqual(['other 1']);
       expect(others.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: false });
       await t.core.posts.delete(other, mine.id);
     });
 
     it('batches first pages for many authors, and their cursors continue with listByAuthor', async () => {
-      const pages = await t.core.posts.firstPagesByAuthors([author.id, other.id, admin.id], 2);
+      const pages = await t.core.posts.firstPagesByAuthors(null, [author.id, other.id, admin.id], 2);
       const a = pages.get(author.id)!;
       expect(titles(a)).toEqual(['Post 24', 'Post 23']);
       expect(a.totalCount).toBe(25);
       expect(a.pageInfo.hasNextPage).toBe(true);
       expect(pages.get(other.id)).toMatchObject({ edges: [], totalCount: 0 });
-      const next = await t.core.posts.listByAuthor(author.id, { first: 2, after: a.pageInfo.endCursor });
+      const next = await t.core.posts.listByAuthor(null, author.id, {
+        first: 2,
+        after: a.pageInfo.endCursor,
+      });
       expect(titles(next)).toEqual(['Post 22', 'Post 21']);
-      await expect(t.core.posts.firstPagesByAuthors([author.id], 101)).rejects.toMatchObject({
+      await expect(t.core.posts.firstPagesByAuthors(null, [author.id], 101)).rejects.toMatchObject({
         code: 'validation_error',
       });
-      const counts = await t.core.posts.countByAuthors([author.id, other.id]);
+      const counts = await t.core.posts.countByAuthors(null, [author.id, other.id]);
       expect(Object.fromEntries(counts)).toEqual({ [author.id]: 25, [other.id]: 0 });
     });
   });

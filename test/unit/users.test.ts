@@ -219,11 +219,8 @@ describe('UserService', () => {
       const next = await t.core.users.list({ role: 'viewer', limit: 100, after: firstPage[0]!.id });
       expect([...firstPage, ...next].map((u) => u.id)).toEqual(viewers.map((u) => u.id));
 
-      await t.store.db
-        .updateTable('users')
-        .set({ deleted_at: new Date().toISOString() })
-        .where('id', '=', b.user.id)
-        .execute();
+      const admin = (await t.user('admin')).actor;
+      await t.core.users.delete(admin, b.user.id);
       expect((await rejection(t.core.users.get(b.user.id))).code).toBe('not_found');
       expect((await t.core.users.getMany([b.user.id])).size).toBe(0);
       expect((await rejection(t.core.users.update(b.actor, b.user.id, { name: 'Ghost' }))).code).toBe(
@@ -250,6 +247,170 @@ describe('UserService', () => {
       expect((await rejection(t.core.users.setPassword('usr_missing', 'long enough password'))).code).toBe(
         'not_found',
       );
+    });
+  });
+
+  describe('who may read', () => {
+    it('lets a user read their own record and an admin any; others are forbidden, missing users 404', async () => {
+      const a = await t.user('member');
+      const b = await t.user('member');
+      const admin = (await t.user('admin')).actor;
+      expect((await t.core.users.read(a.actor, a.user.id)).id).toBe(a.user.id);
+      expect((await t.core.users.read(admin, a.user.id)).id).toBe(a.user.id);
+      expect((await rejection(t.core.users.read(b.actor, a.user.id))).code).toBe('forbidden');
+      expect((await rejection(t.core.users.read(null, a.user.id))).code).toBe('forbidden');
+      const client = { id: a.user.id, kind: 'client' as const, role: null };
+      expect((await rejection(t.core.users.read(client, a.user.id))).code).toBe('forbidden');
+      expect((await rejection(t.core.users.read(admin, 'usr_missing'))).code).toBe('not_found');
+    });
+
+    it('shows the email only to the user themself or an admin', async () => {
+      const a = await t.user('member');
+      const b = await t.user('viewer');
+      const admin = (await t.user('admin')).actor;
+      expect(t.core.users.visibleEmail(a.actor, a.user)).toBe(a.user.email);
+      expect(t.core.users.visibleEmail(admin, a.user)).toBe(a.user.email);
+      expect(t.core.users.visibleEmail(b.actor, a.user)).toBeNull();
+      expect(t.core.users.visibleEmail(null, a.user)).toBeNull();
+    });
+
+    it('lets members of an organization and admins read it; others are forbidden', async () => {
+      const org = await t.core.organizations.create({ name: 'Analytical Engines' });
+      const insider = await t.core.users.create({
+        handle: 'insider',
+        email: 'insider@example.com',
+        organizationId: org.id,
+      });
+      const insiderActor = { id: insider.id, kind: 'user' as const, role: insider.role };
+      const outsider = (await t.user('member')).actor;
+      const admin = (await t.user('admin')).actor;
+      expect((await t.core.organizations.read(insiderActor, org.id)).name).toBe('Analytical Engines');
+      expect((await t.core.organizations.read(admin, org.id)).id).toBe(org.id);
+      expect((await rejection(t.core.organizations.read(outsider, org.id))).code).toBe('forbidden');
+      expect((await rejection(t.core.organizations.read(null, org.id))).code).toBe('forbidden');
+      expect((await rejection(t.core.organizations.read(admin, 'org_missing'))).code).toBe('not_found');
+    });
+  });
+
+  describe('update policies', () => {
+    it('admin-only update: an admin changes anyone; anyone else is forbidden, even for themself', async () => {
+      const a = await t.user('member');
+      const admin = (await t.user('admin')).actor;
+      expect(
+        (await rejection(t.core.users.updateAsAdmin(a.actor, a.user.id, { name: 'Self Edit' }))).code,
+      ).toBe('forbidden');
+      expect((await t.core.users.updateAsAdmin(admin, a.user.id, { role: 'viewer' })).role).toBe('viewer');
+      expect((await rejection(t.core.users.updateAsAdmin(admin, 'usr_missing', { name: 'X' }))).code).toBe(
+        'not_found',
+      );
+    });
+
+    it('self-service update: own name and email; role or another user only for admins', async () => {
+      const a = await t.user('member');
+      const b = await t.user('member');
+      const admin = (await t.user('admin')).actor;
+      expect((await t.core.users.updateSelfService(a.actor, a.user.id, { name: 'Own Name' })).name).toBe(
+        'Own Name',
+      );
+      expect(
+        (await rejection(t.core.users.updateSelfService(a.actor, a.user.id, { role: 'member' }))).code,
+      ).toBe('forbidden');
+      expect(
+        (await rejection(t.core.users.updateSelfService(a.actor, b.user.id, { name: 'X Y' }))).code,
+      ).toBe('forbidden');
+      const client = { id: 'cli_x', kind: 'client' as const, role: null };
+      expect((await rejection(t.core.users.updateSelfService(client, a.user.id, { name: 'X Y' }))).code).toBe(
+        'forbidden',
+      );
+      expect((await t.core.users.updateSelfService(admin, b.user.id, { role: 'viewer' })).role).toBe(
+        'viewer',
+      );
+      await t.core.users.delete(admin, b.user.id);
+      expect((await rejection(t.core.users.updateSelfService(admin, b.user.id, { name: 'Z' }))).code).toBe(
+        'not_found',
+      );
+    });
+
+    it('writes no event, sends no signal and keeps updated_at for a change that alters nothing', async () => {
+      const { user, actor } = await t.user('member');
+      const eventsBefore = (await events('user.updated')).length;
+      const signalsBefore = t.signals.length;
+      t.clock.advance(1000);
+      for (const input of [
+        {},
+        { name: user.name },
+        { email: user.email.toUpperCase(), name: ` ${user.name} ` },
+      ]) {
+        expect(await t.core.users.updateSelfService(actor, user.id, input)).toEqual(user);
+      }
+      expect((await events('user.updated')).length).toBe(eventsBefore);
+      expect(t.signals.length).toBe(signalsBefore);
+      expect(await t.core.users.get(user.id)).toEqual(user);
+
+      await t.core.users.updateSelfService(actor, user.id, { name: user.name, email: 'changed@example.com' });
+      const last = (await events('user.updated')).at(-1)!;
+      expect(JSON.parse(last.data).changed).toEqual(['email']);
+    });
+
+    it('refuses a blank or whitespace-only name with a field detail, on create and update', async () => {
+      const { actor, user } = await t.user('member');
+      for (const name of ['', ' ', '   ', '\t \n']) {
+        const err = await rejection(t.core.users.updateSelfService(actor, user.id, { name }));
+        expect(err.code).toBe('validation_error');
+        expect(err.details.map((d) => d.field)).toEqual(['name']);
+        const created = await rejection(
+          t.core.users.create({ handle: 'blanky', email: 'blanky@example.com', name }),
+        );
+        expect(created.details.map((d) => d.field)).toEqual(['name']);
+      }
+      const err = await rejection(t.core.users.updateSelfService(actor, user.id, { firstName: '  ' }));
+      expect(err.details.map((d) => d.field)).toEqual(['firstName']);
+      expect(await t.core.users.get(user.id)).toEqual(user);
+    });
+  });
+
+  describe('delete and paging', () => {
+    it('soft-deletes for admins only; a deleted user is gone from every read and cannot log in', async () => {
+      const created = await t.core.users.create({
+        handle: 'doomed',
+        email: 'doomed@example.com',
+        password: 'long enough pw',
+      });
+      const self = { id: created.id, kind: 'user' as const, role: created.role };
+      const admin = (await t.user('admin')).actor;
+      expect((await rejection(t.core.users.delete(self, created.id))).code).toBe('forbidden');
+      const signalsBefore = t.signals.length;
+      const result = await t.core.users.delete(admin, created.id);
+      expect(result).toEqual({ id: created.id, deletedAt: t.clock.now().toISOString() });
+      expect(t.signals.slice(signalsBefore)).toEqual([{ kind: 'user.changed', userId: created.id }]);
+      expect((await rejection(t.core.users.get(created.id))).code).toBe('not_found');
+      expect((await rejection(t.core.users.read(admin, created.id))).code).toBe('not_found');
+      expect(await t.core.users.authenticate('doomed', 'long enough pw')).toBeUndefined();
+      expect((await t.core.users.list({ limit: 1000 })).map((u) => u.id)).not.toContain(created.id);
+      expect((await rejection(t.core.users.delete(admin, created.id))).code).toBe('not_found');
+      expect((await rejection(t.core.users.delete(admin, 'usr_missing'))).code).toBe('not_found');
+    });
+
+    it('pages users by id after an id, by role, refusing bad limits', async () => {
+      await t.user('viewer');
+      await t.user('viewer');
+      const all = await t.core.users.list({ role: 'viewer', limit: 1000 });
+      const seen: string[] = [];
+      let afterId: string | undefined;
+      for (;;) {
+        const page = await t.core.users.page({ role: 'viewer', afterId, limit: 1 });
+        if (page.length === 0) break;
+        seen.push(...page.map((u) => u.id));
+        afterId = page.at(-1)!.id;
+      }
+      expect(seen).toEqual(all.map((u) => u.id));
+      expect([...seen].sort()).toEqual(seen);
+      for (const limit of [0, -1, 1.5, 1001]) {
+        expect((await rejection(t.core.users.page({ limit }))).details[0]!.field).toBe('limit');
+      }
+      expect(
+        (await rejection(t.core.users.page({ limit: 5, role: 'owner' as never }))).details[0]!.field,
+      ).toBe('role');
     });
   });
 });

@@ -2,9 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../store/store.js';
 
-/** Prometheus metrics of one HTTP app, in a registry of its own (tests build many apps). */
-export function registerMetrics(app: FastifyInstance, store: Store): Registry {
-  const registry = new Registry();
+/**
+ * Prometheus metrics of one HTTP app, in the process's registry (built by the composition root, so
+ * jobs such as the purge report there too) or a registry of its own (tests build many apps).
+ */
+export function registerMetrics(app: FastifyInstance, store: Store, registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'atrium_' });
 
   const requests = new Counter({

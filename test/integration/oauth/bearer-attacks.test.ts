@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   forge,
@@ -195,7 +196,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
     const overSocket = await fetch(`${server.url}/api/user/profile`, {
       headers: { authorization: `Bearer ${'a'.repeat(20_000)}.b.c` },
     });
-    expect([401, 431]).toContain(overSocket.status);
+    expect(overSocket.status).toBe(431);
     for (const token of [
       'a.b',
       'a.b.c.d',
@@ -228,11 +229,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
     const doomed = await userWithPassword(server.atrium);
     const token = forge(header(), claims({ sub: doomed.id }), realKey);
     expect((await call(`Bearer ${token}`)).statusCode).toBe(200);
-    await server.atrium.services.store.db
-      .updateTable('users')
-      .set({ deleted_at: new Date().toISOString() })
-      .where('id', '=', doomed.id)
-      .execute();
+    await server.atrium.services.core.users.delete(SYSTEM_ACTOR, doomed.id);
     await expectRefused(token);
   });
 

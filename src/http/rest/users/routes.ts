@@ -4,8 +4,7 @@ import { missingCredentials } from '../../../auth/authenticator.js';
 import { type Principal, toActor } from '../../../auth/principal.js';
 import type { Scope } from '../../../auth/scopes.js';
 import type { Services } from '../../../compose.js';
-import { isAdmin } from '../../../domain/actor.js';
-import { forbidden } from '../../../domain/errors.js';
+import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-policies.js';
 import type { RouteModule } from '../../routes.js';
 import { restUser } from '../shapes.js';
 import { CachedUsers } from './cache.js';
@@ -47,8 +46,9 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
   const { core } = services;
   const cached = new CachedUsers(services.cache, services.bus, services.logger);
   const auth = (scope: Scope) => services.httpAuth.required(scope);
+  // Decided before the body is read, so a non-admin gets 403 whatever it sent.
   const adminOnly: onRequestAsyncHookHandler = async (request) => {
-    if (!isAdmin(principalOf(request))) throw forbidden('Only an admin may change users through this API.');
+    ADMIN_ONLY_UPDATE.assertCaller(toActor(principalOf(request)));
   };
 
   // Errors raised before any of these routes is found (`/v1/users/%ZZ`) speak the same case.
@@ -92,8 +92,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         const { json, hit } = await cached.read(id, async () =>
           JSON.stringify(restUser(await core.users.get(id))),
         );
-        if (!isAdmin(principal) && principal.id !== id)
-          throw forbidden('You may read only your own user record.');
+        assertMayReadUser(toActor(principal), id);
         reply.header('cache-control', USER_CACHE_CONTROL).header('x-cache', hit ? 'HIT' : 'MISS');
         // Authenticated by header rather than cookie: a shared cache must key on the credentials.
         addVary(reply, 'Authorization', 'X-API-Key');
@@ -121,7 +120,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
       },
       async (request) => {
         const id = request.params.user_id;
-        const user = await core.users.update(toActor(principalOf(request)), id, request.body);
+        const user = await core.users.updateAsAdmin(toActor(principalOf(request)), id, request.body);
         // The bus clears it too; awaiting here means the very next read, anywhere, misses.
         await cached.invalidate(id);
         return restUser(user);
@@ -141,12 +140,10 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         },
       },
       async (request) => {
-        const principal = principalOf(request);
-        const org = await core.organizations.get(request.params.organization_id);
-        if (!isAdmin(principal)) {
-          const member = principal.kind === 'user' ? await core.users.get(principal.id) : undefined;
-          if (member?.organizationId !== org.id) throw forbidden('You may read only your own organization.');
-        }
+        const org = await core.organizations.read(
+          toActor(principalOf(request)),
+          request.params.organization_id,
+        );
         return {
           id: org.id,
           name: org.name,

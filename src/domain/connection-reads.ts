@@ -1,0 +1,89 @@
+import type { Actor } from './actor.js';
+import type { Connection, PageArgs } from './connection.js';
+import { MAX_PAGE_SIZE, paginate } from './connection.js';
+import type { CoreDeps } from './context.js';
+import { Problems } from './errors.js';
+import type { Order } from './order-model.js';
+import type { OrderService } from './orders.js';
+import { toUser, type User } from './users.js';
+
+/**
+ * Connections the graph surfaces need beside posts and comments: an organization's members and a
+ * user's orders, under the same paging rules (sizes 0 to 100, signed cursors, totalCount).
+ */
+export const MEMBERS_PAGE_SIZE = 20;
+export const ORDERS_PAGE_SIZE = 10;
+
+/** Live members of an organization by id ascending. Who may read the organization is asked first. */
+export function membersOf(deps: CoreDeps, organizationId: string, args: PageArgs): Promise<Connection<User>> {
+  const db = deps.store.db;
+  const members = () =>
+    db.selectFrom('users').where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
+  return paginate(
+    deps.cursors,
+    {
+      scope: `members:${organizationId}`,
+      order: 'asc',
+      defaultSize: MEMBERS_PAGE_SIZE,
+      fetch: (bounds, order, limit) => {
+        let q = members().selectAll();
+        for (const b of bounds) q = q.where('id', b.op, b.id);
+        return q.orderBy('id', order).limit(limit).execute();
+      },
+      count: async () => {
+        const row = await members()
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow();
+        return Number(row.n);
+      },
+    },
+    args,
+    toUser,
+  );
+}
+
+/**
+ * A user's orders newest first as a connection. The order service decides who may list them (the
+ * user themself or an admin) and pages them; this adds per-edge cursors in the service's own cursor
+ * scope (so any edge's cursor continues the list) and the total.
+ */
+export async function ordersOf(
+  deps: CoreDeps,
+  orders: OrderService,
+  actor: Actor,
+  userId: string,
+  args: { first?: number | null | undefined; after?: string | null | undefined },
+): Promise<Connection<Order>> {
+  const first = args.first ?? ORDERS_PAGE_SIZE;
+  if (!Number.isInteger(first) || first < 0 || first > MAX_PAGE_SIZE) {
+    new Problems()
+      .add('first', `first must be an integer from 0 to ${MAX_PAGE_SIZE}`, 'range_error')
+      .throwIfAny();
+  }
+  const page = await orders.listForUser(actor, userId, {
+    limit: Math.max(first, 1),
+    cursor: args.after ?? undefined,
+  });
+  const list = first === 0 ? [] : page.orders;
+  // The scope the order service signs its cursors with for the default sort and no status filter.
+  const scope = `orders:${userId}:-created_at:*`;
+  const edges = list.map((o) => ({
+    node: o,
+    cursor: deps.cursors.encode(scope, { id: o.id, createdAt: o.createdAt }),
+  }));
+  const row = await deps.store.db
+    .selectFrom('orders')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('owner_id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: first === 0 ? page.orders.length > 0 : page.hasMore,
+      hasPreviousPage: args.after != null,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+    totalCount: Number(row.n),
+  };
+}

@@ -1,0 +1,47 @@
+import type { Principal } from '../auth/principal.js';
+import type { Services } from '../compose.js';
+import { createLoaders, type Loaders } from './loaders.js';
+import type { CommentFeed } from './subscriptions/comment-feed.js';
+
+/**
+ * What every resolver receives, whatever the transport (POST, GET, WebSocket, SSE). Built once per
+ * operation by the one pipeline in src/graphql/pipeline, never by a transport of its own.
+ */
+export interface GraphQLContext {
+  services: Services;
+  /** Null for an anonymous caller; resolvers of protected fields raise UNAUTHENTICATED. */
+  principal: Principal | null;
+  /** Per-operation DataLoaders: batching and caching never outlive one operation. */
+  loaders: Loaders;
+  requestId: string;
+  /** Aborted when the client goes away or the deadline passes. */
+  signal?: AbortSignal | undefined;
+  /** What the complexity budget counts against: the caller's identity, or `anon:<address>`. */
+  budgetKey: string;
+  /** Live comments for `Subscription.commentAdded`; absent where no subscriptions are served. */
+  commentFeed?: CommentFeed | undefined;
+}
+
+export interface ContextExtras {
+  /** The caller's network address, for anonymous budgets. */
+  address?: string | undefined;
+  commentFeed?: CommentFeed | undefined;
+}
+
+export function createContext(
+  services: Services,
+  principal: Principal | null,
+  requestId: string,
+  signal?: AbortSignal,
+  extras: ContextExtras = {},
+): GraphQLContext {
+  return {
+    services,
+    principal,
+    loaders: createLoaders(services, principal),
+    requestId,
+    signal,
+    budgetKey: principal ? principal.rateLimitKey : `anon:${extras.address ?? 'unknown'}`,
+    commentFeed: extras.commentFeed,
+  };
+}

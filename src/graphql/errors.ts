@@ -1,0 +1,98 @@
+import { GraphQLError } from 'graphql';
+import { DomainError, type ErrorCode } from '../domain/errors.js';
+
+/**
+ * The GraphQL `extensions.code` values Atrium answers. The first five are the core's catalogue seen
+ * through GraphQL; the persisted-query and limit codes are raised by the pipeline itself.
+ */
+export type GraphQLErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'BAD_USER_INPUT'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_REQUIRED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'SERVICE_UNAVAILABLE'
+  | 'INTERNAL_SERVER_ERROR';
+
+/** The one table: each core error code and the GraphQL code it answers with. */
+export const GRAPHQL_CODE: Record<ErrorCode, GraphQLErrorCode> = {
+  validation_error: 'BAD_USER_INPUT',
+  unprocessable: 'BAD_USER_INPUT',
+  not_found: 'NOT_FOUND',
+  forbidden: 'FORBIDDEN',
+  insufficient_scope: 'FORBIDDEN',
+  unauthenticated: 'UNAUTHENTICATED',
+  invalid_api_key: 'UNAUTHENTICATED',
+  invalid_token: 'UNAUTHENTICATED',
+  token_expired: 'UNAUTHENTICATED',
+  conflict: 'CONFLICT',
+  already_exists: 'CONFLICT',
+  idempotency_key_reused: 'BAD_USER_INPUT',
+  idempotency_in_progress: 'CONFLICT',
+  rate_limit_exceeded: 'RATE_LIMITED',
+  payload_too_large: 'PAYLOAD_TOO_LARGE',
+  unsupported_media_type: 'BAD_USER_INPUT',
+  unavailable: 'SERVICE_UNAVAILABLE',
+  internal_error: 'INTERNAL_SERVER_ERROR',
+};
+
+/** A GraphQL error with Atrium's code; every error the schema or the pipeline raises goes through here. */
+export function graphQLError(
+  code: GraphQLErrorCode,
+  message: string,
+  extensions: Record<string, unknown> = {},
+): GraphQLError {
+  return new GraphQLError(message, { extensions: { ...extensions, code } });
+}
+
+/**
+ * Turns a thrown core error into the GraphQL error a client sees. Facts a client needs are carried
+ * over (`retryAfter` for RATE_LIMITED, the required `scope`, field `details` for BAD_USER_INPUT);
+ * anything that is not a DomainError is returned unchanged so the pipeline's masking decides about it.
+ */
+export function toGraphQLError(err: unknown): unknown {
+  if (err instanceof GraphQLError) {
+    if (err.originalError instanceof DomainError) return fromDomain(err.originalError, err);
+    return err;
+  }
+  if (err instanceof DomainError) return fromDomain(err);
+  return err;
+}
+
+function fromDomain(err: DomainError, located?: GraphQLError): GraphQLError {
+  const code = GRAPHQL_CODE[err.code];
+  const extensions: Record<string, unknown> = { code };
+  if (code === 'RATE_LIMITED') extensions.retryAfter = Number(err.meta.retry_after ?? 60);
+  if (typeof err.meta.scope === 'string') extensions.scope = err.meta.scope;
+  if (err.details.length > 0)
+    extensions.details = err.details.map((d) => ({ field: d.field, message: d.message }));
+  const message = code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : err.message;
+  return new GraphQLError(message, {
+    nodes: located?.nodes,
+    source: located?.source,
+    positions: located?.positions,
+    path: located?.path,
+    extensions,
+  });
+}
+
+/** Calls a core operation and rethrows its DomainError as a GraphQL error with the mapped code. */
+export async function viaCore<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw toGraphQLError(err);
+  }
+}
+
+export const unauthenticated = (): GraphQLError =>
+  graphQLError('UNAUTHENTICATED', 'Authentication required: send X-API-Key or Authorization: Bearer.');
+
+export const badUserInput = (message: string, field?: string): GraphQLError =>
+  graphQLError('BAD_USER_INPUT', message, field === undefined ? {} : { field });
