@@ -21,7 +21,8 @@ async function startSite(host: string, html: (url: URL) => string): Promise<Site
   let origin = '';
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', origin);
-    hits.push(url);
+    // The browser's own favicon request is not a visit.
+    if (url.pathname !== '/favicon.ico') hits.push(url);
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html(url));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

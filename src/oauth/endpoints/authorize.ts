@@ -215,6 +215,23 @@ function postedParams(body: string, url: string): URLSearchParams {
   return posted;
 }
 
+/**
+ * A body refused before the handler runs (text/plain, as a cross-site form can send it; too large)
+ * still gets a page: a person is looking at this endpoint, not an OAuth client.
+ */
+function pageForRefusedBody(err: { statusCode?: number }, request: FastifyRequest, reply: FastifyReply) {
+  const status = err.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const message =
+      status === 413
+        ? 'The form is larger than this server accepts.'
+        : 'The form must be sent as application/x-www-form-urlencoded.';
+    return sendPage(reply, status === 413 ? 413 : 400, errorPage(message));
+  }
+  request.log.error({ err }, 'authorization page failed');
+  return sendPage(reply, 500, errorPage('Something went wrong on our side. Please try again.'));
+}
+
 export async function registerAuthorizeEndpoint(
   app: FastifyInstance,
   services: Services,
@@ -234,7 +251,7 @@ export async function registerAuthorizeEndpoint(
   app.get('/authorize', { schema: { hide: true } }, (request, reply) =>
     guarded(request, reply, () => flow.show(request, reply)),
   );
-  app.post('/authorize', { schema: { hide: true } }, (request, reply) =>
+  app.post('/authorize', { schema: { hide: true }, errorHandler: pageForRefusedBody }, (request, reply) =>
     guarded(request, reply, () => flow.submit(request, reply)),
   );
   app.get('/oauth/assets/pages.css', { schema: { hide: true } }, async (_request, reply) =>
