@@ -345,12 +345,10 @@ export class OrderService {
     let q = db.selectFrom('orders').selectAll().where('owner_id', '=', ownerId);
     if (query.status) q = q.where('status', '=', query.status);
     if (after) {
-      q = q.where((eb) =>
-        eb.or([
-          eb('created_at', op, after.createdAt),
-          eb.and([eb('created_at', '=', after.createdAt), eb('id', op, after.id)]),
-        ]),
-      );
+      // A row comparison, not "created_at < x OR (created_at = x AND id < y)": PostgreSQL seeks the
+      // (owner_id[, status], created_at, id) index straight to the cursor, so page 500 costs what
+      // page 1 does; the OR form walks every newer row of the owner and filters it out.
+      q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), op, eb.tuple(after.createdAt, after.id)));
     }
     const direction = desc ? 'desc' : 'asc';
     const rows = await q

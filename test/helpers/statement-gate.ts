@@ -33,6 +33,7 @@ export interface Held {
 export class StatementGate implements KyselyPlugin {
   readonly #watches: Watch[] = [];
   readonly #matched = new Map<string, Watch>();
+  readonly #recordings = new Set<{ kind: Kind; table: string; nodes: RootOperationNode[] }>();
 
   /** Holds the next matching statement after it has run. */
   hold(kind: Kind, table: string): Held {
@@ -44,7 +45,16 @@ export class StatementGate implements KyselyPlugin {
     return this.#watch(kind, table, false).reached;
   }
 
+  /** Collects every statement of `kind` on `table` until the returned stop() is called. */
+  record(kind: Kind, table: string): { nodes: RootOperationNode[]; stop(): void } {
+    const recording = { kind, table, nodes: [] as RootOperationNode[] };
+    this.#recordings.add(recording);
+    return { nodes: recording.nodes, stop: () => this.#recordings.delete(recording) };
+  }
+
   transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
+    for (const r of this.#recordings)
+      if (r.kind === node.kind && r.table === tableOf(node)) r.nodes.push(node);
     const index = this.#watches.findIndex((w) => w.kind === node.kind && w.table === tableOf(node));
     if (index >= 0) {
       this.#matched.set(queryId.queryId, this.#watches[index]!);
