@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'src/grpc/generated/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'src/grpc/generated/', 'src/grpc/gen/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

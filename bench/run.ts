@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
+import { benchGrpc } from './grpc.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -202,6 +203,14 @@ async function main() {
       'errors/non-2xx': `${a.errors}/${a.non2xx}`,
     }));
     console.table(rows);
+    // gRPC GetUser against a bare grpc-js server (bench/grpc.ts), on the same database.
+    const grpcRow = await benchGrpc({
+      databaseUrl,
+      durationSeconds: DURATION,
+      warmupSeconds: WARMUP,
+      connections: CONNECTIONS,
+    });
+    console.table([grpcRow]);
     const results = join(root, 'bench', 'results');
     mkdirSync(results, { recursive: true });
     const record = {
@@ -211,6 +220,7 @@ async function main() {
       connections: CONNECTIONS,
       orders: ORDERS,
       rows,
+      grpc: grpcRow,
     };
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
     console.log(`written bench/results/latest.json (${DURATION}s per endpoint, ${CONNECTIONS} connections)`);

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
 import type { Config } from './config/schema.js';
@@ -11,6 +13,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
+import { createGrpcServer, type GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
@@ -25,6 +28,7 @@ import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
+import { startPurgeJob } from './maintenance/purge.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
 export type ServerRole = (typeof SERVER_ROLES)[number];
@@ -57,6 +61,8 @@ export interface Services {
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
   draining: boolean;
+  /** The Prometheus registry /metrics serves; anything in the process may report there. */
+  metrics: Registry;
 }
 
 export interface ServicesOptions {
@@ -64,6 +70,8 @@ export interface ServicesOptions {
   logger?: Logger;
   /** Apply migrations before building (serve and tests do; `atrium migrate` does it itself). */
   migrate?: boolean;
+  /** Kysely plugins over every query of the store (a test hook; nothing in production sets it). */
+  storePlugins?: KyselyPlugin[];
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
@@ -73,7 +81,7 @@ const REDIS_START_WAIT_MS = 5_000;
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
     if (options.migrate !== false) await store.migrate();
     const clock = options.clock ?? systemClock;
@@ -116,6 +124,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       readiness,
       onClose: [],
       draining: false,
+      metrics: new Registry(),
     };
     services.sharedHealth.useLogger(logger);
     if (redis) await untilReady(redis, REDIS_START_WAIT_MS);
@@ -166,8 +175,9 @@ export async function closeServices(services: Services): Promise<void> {
 export interface Atrium {
   services: Services;
   http: FastifyInstance | undefined;
+  grpc: GrpcServer | undefined;
   /** Starts listening on the configured ports. */
-  listen(): Promise<{ httpUrl?: string }>;
+  listen(): Promise<{ httpUrl?: string; grpcAddress?: string }>;
   /** Drains: stops accepting, finishes in-flight requests and streams, closes everything. */
   close(): Promise<void>;
 }
@@ -180,6 +190,7 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
+  const grpc = roles.includes('grpc') ? createGrpcServer(services) : undefined;
   try {
     // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
     const wantsHttp = roles.length > 0;
@@ -190,11 +201,17 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness.filter((c) => !c.roles || c.roles.some((r) => roles.includes(r))),
         isDraining: () => services.draining,
+        metrics: services.metrics,
       });
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
       }
       await http.ready();
+    }
+    if (roles.includes('worker')) {
+      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
+      const purge = startPurgeJob(services);
+      services.onClose.push(() => purge.stop());
     }
   } catch (err) {
     await closeServices(services);
@@ -205,10 +222,12 @@ export async function createAtrium(
   return {
     services,
     http,
+    grpc,
     async listen() {
-      if (!http) return {};
+      const grpcAddress = grpc ? await grpc.listen() : undefined;
+      if (!http) return grpcAddress ? { grpcAddress } : {};
       const address = await http.listen({ host: config.host, port: config.port });
-      return { httpUrl: address };
+      return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
     close() {
       closed ??= (async () => {
@@ -217,7 +236,7 @@ export async function createAtrium(
         // so kept-alive connections end cleanly before the listener goes away.
         if (http && config.shutdownDelayMs > 0)
           await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
-        if (http) await http.close();
+        await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();
       return closed;

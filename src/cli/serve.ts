@@ -26,9 +26,9 @@ export async function runServe(argv: string[]): Promise<number> {
   });
   atrium.services.onClose.push(async () => sqlite?.release());
   const log = atrium.services.logger;
-  const { httpUrl } = await atrium.listen();
+  const { httpUrl, grpcAddress } = await atrium.listen();
   log.info(
-    { roles, http: httpUrl, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    { roles, http: httpUrl, grpc: grpcAddress, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
     'atrium started',
   );
 

@@ -3,6 +3,7 @@ import { iso } from './clock.js';
 import type { CoreDeps, Tx } from './context.js';
 import { inTransaction } from './context.js';
 import { DomainError, invalid } from './errors.js';
+import { detachedFromRequest } from './request-scope.js';
 
 /**
  * Stripe-style idempotency keys, stored in the database so every instance and every engine agree.
@@ -21,7 +22,6 @@ import { DomainError, invalid } from './errors.js';
 export const IDEMPOTENCY_RETENTION_SECONDS = 86_400;
 /** A claim still unfinished after this long belongs to a process that died; it may be taken over. */
 export const IN_FLIGHT_LEASE_MS = 60_000;
-const PURGE_INTERVAL_MS = 10 * 60_000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
 
 export interface IdempotencyClaim {
@@ -79,8 +79,6 @@ const inProgress = () =>
   );
 
 export class IdempotencyService {
-  private lastPurge = 0;
-
   constructor(private readonly deps: CoreDeps) {}
 
   /** Runs `work` once per (owner, key) within the retention time; repeats get the stored response. */
@@ -88,7 +86,6 @@ export class IdempotencyService {
     claim: IdempotencyClaim,
     work: (tx: Tx) => Promise<StoredResponse>,
   ): Promise<IdempotentOutcome> {
-    await this.purgeIfDue();
     // Each round either claims, decides, or saw the record change under it (released or taken over).
     for (let round = 0; round < 5; round++) {
       const now = this.deps.clock.now();
@@ -135,7 +132,7 @@ export class IdempotencyService {
     throw inProgress();
   }
 
-  /** Deletes records past their retention; returns how many. */
+  /** Deletes records past their retention; returns how many. The worker's purge job does this in batches. */
   async purgeExpired(): Promise<number> {
     const res = await this.db
       .deleteFrom('idempotency_records')
@@ -146,13 +143,6 @@ export class IdempotencyService {
 
   private get db() {
     return this.deps.store.db;
-  }
-
-  private async purgeIfDue(): Promise<void> {
-    const now = Date.now();
-    if (now - this.lastPurge < PURGE_INTERVAL_MS) return;
-    this.lastPurge = now;
-    await this.purgeExpired();
   }
 
   private async claim(claim: IdempotencyClaim, now: Date): Promise<boolean> {
@@ -202,14 +192,16 @@ export class IdempotencyService {
         return { replayed: false, ...response };
       });
     } catch (err) {
-      await this.db
-        .deleteFrom('idempotency_records')
-        .where('owner_id', '=', claim.ownerId)
-        .where('idem_key', '=', claim.key)
-        .where('created_at', '=', token)
-        .where('state', '=', 'in_progress')
-        .execute()
-        .catch(() => undefined);
+      // Released even when the request was abandoned at its deadline: a retry must start afresh.
+      await detachedFromRequest(() =>
+        this.db
+          .deleteFrom('idempotency_records')
+          .where('owner_id', '=', claim.ownerId)
+          .where('idem_key', '=', claim.key)
+          .where('created_at', '=', token)
+          .where('state', '=', 'in_progress')
+          .execute(),
+      ).catch(() => undefined);
       throw err;
     }
   }

@@ -1,7 +1,11 @@
+import type { Server } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import type { Store } from '../store/store.js';
+import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
+import { authStepTooLate } from './docs/security.js';
 import { sendError } from './errors.js';
 import { registerHealth, type ReadinessCheck } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
@@ -15,6 +19,8 @@ export interface HttpAppOptions {
   store: Store;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
+  /** The process's metrics registry, served at /metrics. */
+  metrics?: Registry;
 }
 
 /**
@@ -52,6 +58,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },
+    // Requests Node's parser refuses before routing: the spec's shape, headers, Connection: close.
+    clientErrorHandler: clientErrorHandler(() => options.logger as FastifyBaseLogger),
     // Errors the router raises before any hook runs (bad URL encoding, over-long path segments)
     // still get the spec's body, the request id and the security headers.
     frameworkErrors: (err, request, reply) => {
@@ -59,8 +67,22 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       sendError(request, reply, err);
     },
   });
+  answerUnmetExpectations(app.server as Server);
+  app.decorate('errorDialects', []);
+  // Credentials first, on every route: the caller step may only run on request.
+  app.addHook('onRoute', (route) => {
+    const hook = authStepTooLate(route as unknown as Record<string, unknown>);
+    if (hook) {
+      throw new Error(
+        `${String(route.method)} ${route.url} checks credentials in ${hook}; use onRequest so they come before the body`,
+      );
+    }
+  });
   app.setValidatorCompiler(validatorCompiler());
   acceptEmptyJsonBodies(app);
+  // No route reads text: a JSON route given text/plain is 415 (docs/rest.md), and the token
+  // server's forms are application/x-www-form-urlencoded only (RFC 6749), never text/plain.
+  app.removeContentTypeParser('text/plain');
   app.decorateRequest('principal', null);
 
   requestContext(app, config.requestTimeoutMs);
@@ -88,6 +110,6 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     done(null, payload);
   });
   registerHealth(app, options.readiness, options.isDraining);
-  registerMetrics(app, options.store);
+  registerMetrics(app, options.store, options.metrics);
   return app;
 }

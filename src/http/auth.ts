@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.js';
 import { missingCredentials } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
@@ -19,11 +19,16 @@ export type AfterAuthentication = (
   reply: FastifyReply,
 ) => Promise<void>;
 
+/**
+ * The caller step is an onRequest hook: credentials are checked before the body is read, parsed
+ * or validated, so a caller without them gets 401 whatever it sent (a bad body, a wrong content
+ * type, an oversized one). createHttpApp refuses to boot a route that runs it any later.
+ */
 export interface HttpAuth {
-  /** preHandler for routes that need a caller, optionally with a scope. */
-  required(scope?: Scope): preHandlerAsyncHookHandler;
-  /** preHandler for routes where a caller is optional. */
-  optional(): preHandlerAsyncHookHandler;
+  /** onRequest hook for routes that need a caller, optionally with a scope. */
+  required(scope?: Scope): onRequestAsyncHookHandler;
+  /** onRequest hook for routes where a caller is optional. */
+  optional(): onRequestAsyncHookHandler;
 }
 
 export function headerValue(request: FastifyRequest, name: string): string | undefined {

@@ -1,6 +1,10 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
+
+/** A client gets at most this many field problems; the rest are counted, not listed. */
+export const MAX_DETAILS = 20;
 
 /** How each core error code looks on the REST wire. */
 const HTTP: Record<ErrorCode, { status: number; error: string }> = {
@@ -36,11 +40,41 @@ export function httpStatusOf(code: ErrorCode): number {
   return HTTP[code].status;
 }
 
+/**
+ * 4xx statuses the core has no code for, raised by Fastify, its plugins or Node's HTTP parser (a
+ * static file outside its root, a bad Range, an unknown Expect). The status is kept and named:
+ * a client's mistake is never a 500.
+ */
+const HTTP_ONLY: Record<number, string> = {
+  400: 'bad_request',
+  403: 'forbidden',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  408: 'request_timeout',
+  411: 'length_required',
+  416: 'range_not_satisfiable',
+  417: 'expectation_failed',
+  431: 'request_header_fields_too_large',
+};
+
+function keepStatus(status: number): DomainError {
+  const reason = STATUS_CODES[status] ?? 'Client Error';
+  return new DomainError('validation_error', `The request was refused: ${reason}.`, [], {
+    status,
+    error: HTTP_ONLY[status] ?? 'bad_request',
+  });
+}
+
 /** Fastify's own 4xx errors (parsing, limits, validation) in the core's terms. */
 function fromFastify(err: FastifyError): DomainError | undefined {
   if (err.validation) {
-    const details = err.validation.map((v) => ajvDetail(v, err.validationContext));
-    return new DomainError('validation_error', 'The request has invalid fields.', details);
+    // Only what will be shown is described; a body of 50,000 unknown keys costs no more than 20.
+    const details = err.validation.slice(0, MAX_DETAILS).map((v) => ajvDetail(v, err.validationContext));
+    const omitted = Math.max(0, err.validation.length - MAX_DETAILS);
+    return new DomainError('validation_error', 'The request has invalid fields.', details, {
+      ...WIRE_NAMED,
+      omittedDetails: omitted,
+    });
   }
   const status = err.statusCode ?? 500;
   if (status === 413)
@@ -67,6 +101,7 @@ function fromFastify(err: FastifyError): DomainError | undefined {
   }
   // A path segment longer than any id can be (414 from the router) names nothing that exists.
   if (status === 404 || status === 414) return new DomainError('not_found', 'No such route or resource.');
+  if (status >= 400 && status < 500) return keepStatus(status);
   return undefined;
 }
 
@@ -112,6 +147,37 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };
 }
 
+/** Marks errors whose field names already are REST's (they came from the request schema). */
+const WIRE_NAMED = { wireNamed: true } as const;
+
+/**
+ * The core names fields by neutral paths in its own (camelCase) names: `shippingAddress.postalCode`,
+ * `items[0].productId`. REST's wire names are snake_case: `shipping_address.postal_code`. Header
+ * names (`Idempotency-Key`) and names already in snake_case are left as they are.
+ */
+export function restFieldName(path: string): string {
+  return path.replace(/([a-z0-9])([A-Z])/g, (_m, a: string, b: string) => `${a}_${b.toLowerCase()}`);
+}
+
+/** A core message that starts with its field's path starts with the REST name instead. */
+function renamed(message: string, field: string | null): string {
+  if (field === null || !message.startsWith(field)) return message;
+  return restFieldName(field) + message.slice(field.length);
+}
+
+function restDetails(err: DomainError): { message: string; details: ErrorDetail[] } {
+  if (err.meta.wireNamed === true) return { message: err.message, details: err.details };
+  const first = err.details[0]?.field ?? null;
+  return {
+    message: renamed(err.message, first),
+    details: err.details.map((d) => ({
+      ...d,
+      field: d.field === null ? null : restFieldName(d.field),
+      message: renamed(d.message, d.field),
+    })),
+  };
+}
+
 /** Converts anything thrown into the core's error; unknown errors become a masked internal_error. */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
@@ -149,34 +215,81 @@ export function errorBody(
   upperCase = false,
 ): { status: number; body: ErrorBody } {
   const wire = HTTP[err.code];
+  const status = typeof err.meta.status === 'number' ? err.meta.status : wire.status;
+  const error = typeof err.meta.error === 'string' ? err.meta.error : wire.error;
+  const { message, details: named } = restDetails(err);
+  const omitted =
+    (typeof err.meta.omittedDetails === 'number' ? err.meta.omittedDetails : 0) +
+    Math.max(0, named.length - MAX_DETAILS);
+  const details = named.slice(0, MAX_DETAILS);
+  if (omitted > 0) {
+    details.push({
+      field: null,
+      message: `${omitted} more problem${omitted === 1 ? '' : 's'} not listed; fix these first.`,
+      code: 'more_problems',
+    });
+  }
   const body: ErrorBody = {
-    error: upperCase ? wire.error.toUpperCase() : wire.error,
-    message: err.message,
+    error: upperCase ? error.toUpperCase() : error,
+    message,
     request_id: requestId,
-    details: err.details,
+    details,
   };
   if (err.code === 'rate_limit_exceeded') {
     for (const k of ['limit', 'window_seconds', 'retry_after'] as const)
       if (k in err.meta) body[k] = err.meta[k];
   }
-  return { status: wire.status, body };
+  return { status, body };
+}
+
+/** An API that names some error codes in upper case, by the paths it serves. */
+export interface ErrorDialect {
+  prefixes: readonly string[];
+  upperCase: (code: ErrorCode) => boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Registered by the APIs that need one; read by sendError for every error on their paths. */
+    errorDialects: ErrorDialect[];
+  }
+}
+
+/**
+ * Declares that errors on these paths use an API's own case, whoever raises them: its handlers,
+ * the router (a bad URL encoding), the not-found handler, a hook. Paths, not route scopes, because
+ * the router's errors happen before any route, and so any scope, is known.
+ */
+export function registerErrorDialect(app: FastifyInstance, dialect: ErrorDialect): void {
+  app.errorDialects.push(dialect);
+}
+
+function dialectOf(request: FastifyRequest): ((code: ErrorCode) => boolean) | undefined {
+  const dialects = request.server?.errorDialects;
+  if (!dialects || dialects.length === 0) return undefined;
+  const path = (request.raw.url ?? request.url ?? '').split('?', 1)[0]!;
+  for (const d of dialects) {
+    if (d.prefixes.some((p) => path === p || path.startsWith(`${p}/`))) return d.upperCase;
+  }
+  return undefined;
 }
 
 /**
  * Sends an error in the spec's shape; 5xx are logged with their cause and never show it.
- * `upperCase` says which codes this API names in upper case (the user API's resource errors).
+ * `upperCase` says which codes this API names in upper case; by default the dialect registered
+ * for the request's path (the user API's resource errors).
  */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   thrown: unknown,
-  upperCase: (code: ErrorCode) => boolean = () => false,
+  upperCase: ((code: ErrorCode) => boolean) | undefined = dialectOf(request),
 ): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
   else if (err.code === 'unavailable' && !(thrown instanceof DomainError))
     request.log.warn({ err: (thrown as Error)?.message }, 'database unavailable; answered 503');
-  const { status, body } = errorBody(err, String(request.id), upperCase(err.code));
+  const { status, body } = errorBody(err, String(request.id), upperCase?.(err.code) ?? false);
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);
   const headers = err.meta.headers;

@@ -1,11 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, type KyselyPlugin, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
+import { guardedByRequestScope } from './request-guard.js';
 import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
@@ -33,12 +34,19 @@ function statementCounter() {
 // COUNT(*) and other int8 results arrive as strings by default; every int8 here fits a double.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
-export function openStore(databaseUrl: string, options: { poolSize?: number } = {}): Store {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
-  return openPostgres(databaseUrl, options.poolSize ?? 10);
+export interface StoreOptions {
+  poolSize?: number;
+  /** Kysely plugins over every query (tests use one to hold a statement at a chosen point). */
+  plugins?: KyselyPlugin[];
 }
 
-function openSqlite(path: string): Store {
+export function openStore(databaseUrl: string, options: StoreOptions = {}): Store {
+  const plugins = options.plugins ?? [];
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length), plugins);
+  return openPostgres(databaseUrl, options.poolSize ?? 10, plugins);
+}
+
+function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
   const memory = path === ':memory:' || path === '';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
   const conn = new SQLite(memory ? ':memory:' : path);
@@ -48,7 +56,8 @@ function openSqlite(path: string): Store {
   conn.pragma('synchronous = NORMAL');
   const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(conn) }),
+    dialect: guardedByRequestScope(new SqliteDialect({ database: withStatementCache(conn) })),
+    plugins,
     log,
   });
   return makeStore(db, 'sqlite', () => undefined, counter);
@@ -123,12 +132,16 @@ function refusingNul(pool: pg.Pool): pg.Pool {
   });
 }
 
-function openPostgres(url: string, max: number): Store {
+function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
   const { counter, log } = statementCounter();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: refusingNul(pool) }), log });
+  const db = new Kysely<Database>({
+    dialect: guardedByRequestScope(new PostgresDialect({ pool: refusingNul(pool) })),
+    plugins,
+    log,
+  });
   return makeStore(
     db,
     'postgres',
@@ -148,7 +161,13 @@ function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats'], coun
     poolStats,
     statementCount: () => counter.n,
     async migrate() {
-      const migrator = new Migrator({ db, provider: new StaticMigrationProvider(dialect) });
+      // Numbers are handed out to parallel work, so a database may have a later one applied before
+      // an earlier one lands; each migration stands alone, so that order is harmless.
+      const migrator = new Migrator({
+        db,
+        provider: new StaticMigrationProvider(dialect),
+        allowUnorderedMigrations: true,
+      });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -80,7 +80,7 @@ describe(`store on ${testDialect()}`, () => {
   });
 
   it('applies the migrations on a fresh database, then applies nothing the second time', async () => {
-    expect(await store.migrate()).toEqual(['0001_initial']);
+    expect(await store.migrate()).toEqual(['0001_initial', '0005_retention']);
     expect(await store.migrate()).toEqual([]);
     const tables = (await store.db.introspection.getTables()).map((t) => t.name);
     for (const table of EXPECTED_TABLES) expect(tables, table).toContain(table);
@@ -275,7 +275,7 @@ describe('SQLite file databases', () => {
       expect(String(await pragma('journal_mode')).toLowerCase()).toBe('wal');
       expect(Number(await pragma('foreign_keys'))).toBe(1);
       expect(Number(await pragma('busy_timeout'))).toBe(5000);
-      expect(await store.migrate()).toEqual(['0001_initial']);
+      expect(await store.migrate()).toEqual(['0001_initial', '0005_retention']);
       expect(store.poolStats()).toBeUndefined();
     } finally {
       await store.close();

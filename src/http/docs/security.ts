@@ -1,4 +1,4 @@
-import type { preHandlerAsyncHookHandler } from 'fastify';
+import type { onRequestAsyncHookHandler } from 'fastify';
 import { ALL_SCOPES, type Scope } from '../../auth/scopes.js';
 import type { HttpAuth } from '../auth.js';
 
@@ -10,15 +10,15 @@ export interface AuthTag {
 
 const AUTH_TAG = Symbol.for('atrium.docs.auth');
 
-type Tagged = preHandlerAsyncHookHandler & { [AUTH_TAG]?: AuthTag };
+type Tagged = onRequestAsyncHookHandler & { [AUTH_TAG]?: AuthTag };
 
 /**
- * Wraps the REST caller step so every preHandler it hands out carries its scope. The OpenAPI
+ * Wraps the REST caller step so every hook it hands out carries its scope. The OpenAPI
  * generator reads the tag; route authors need not repeat the security of each route by hand.
  */
 export function documentedAuth(auth: HttpAuth): HttpAuth {
-  const tag = (handler: preHandlerAsyncHookHandler, value: AuthTag) =>
-    Object.assign(handler, { [AUTH_TAG]: value }) as preHandlerAsyncHookHandler;
+  const tag = (handler: onRequestAsyncHookHandler, value: AuthTag) =>
+    Object.assign(handler, { [AUTH_TAG]: value }) as onRequestAsyncHookHandler;
   return {
     required: (scope) => tag(auth.required(scope), { scope: scope ?? null, optional: false }),
     optional: () => tag(auth.optional(), { scope: null, optional: true }),
@@ -31,6 +31,20 @@ export function findAuthTag(route: Record<string, unknown>): AuthTag | undefined
     const value = route[hook];
     const handlers = Array.isArray(value) ? value : value ? [value] : [];
     for (const h of handlers as Tagged[]) if (typeof h === 'function' && h[AUTH_TAG]) return h[AUTH_TAG];
+  }
+  return undefined;
+}
+
+/**
+ * The hook a route runs the caller step in, when that is later than onRequest (after the body
+ * has been parsed and validated): a route declared so would answer a caller without credentials
+ * 400 or 415 instead of 401.
+ */
+export function authStepTooLate(route: Record<string, unknown>): string | undefined {
+  for (const hook of ['preParsing', 'preValidation', 'preHandler']) {
+    const value = route[hook];
+    const handlers = Array.isArray(value) ? value : value ? [value] : [];
+    for (const h of handlers as Tagged[]) if (typeof h === 'function' && h[AUTH_TAG]) return hook;
   }
   return undefined;
 }

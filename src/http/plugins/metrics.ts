@@ -2,10 +2,20 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../store/store.js';
 
-/** Prometheus metrics of one HTTP app, in a registry of its own (tests build many apps). */
-export function registerMetrics(app: FastifyInstance, store: Store): Registry {
-  const registry = new Registry();
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The registry /metrics serves; surfaces and workers add their own metrics to it. */
+    metricsRegistry: Registry;
+  }
+}
+
+/**
+ * Prometheus metrics of one HTTP app, in the process's registry (built by the composition root, so
+ * jobs and other surfaces such as gRPC report there too) or a registry of its own (tests build many apps).
+ */
+export function registerMetrics(app: FastifyInstance, store: Store, registry = new Registry()): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'atrium_' });
+  app.decorate('metricsRegistry', registry);
 
   const requests = new Counter({
     name: 'atrium_http_requests_total',

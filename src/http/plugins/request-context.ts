@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
+import { RequestScope, requestAbandoned, runInRequestScope } from '../../domain/request-scope.js';
 import { hasControlCharacter } from '../../domain/validate.js';
 import { sendError } from '../errors.js';
 
@@ -45,9 +46,19 @@ declare module 'fastify' {
   }
 }
 
-/** Echoes the request id, adds the security headers and answers 503 when the deadline passes. */
+interface Deadline {
+  timer: NodeJS.Timeout;
+  scope: RequestScope;
+}
+
+/**
+ * Echoes the request id, adds the security headers and enforces the deadline. The handler runs in
+ * a request scope whose signal aborts at the deadline, so its transactions roll back instead of
+ * committing late; the 503 goes out only when none of its work has reached COMMIT. Work that has
+ * is answered with its real result, however late, so a client never retries a change that stood.
+ */
 export function requestContext(app: FastifyInstance, timeoutMs: number): void {
-  const timers = new WeakMap<object, NodeJS.Timeout>();
+  const deadlines = new WeakMap<object, Deadline>();
 
   // Callback-style hooks throughout: the same steps without a promise and a microtask per hook on
   // every request.
@@ -55,17 +66,28 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
     reply.header('x-request-id', request.id);
     reply.headers(SECURITY_HEADERS);
     if (request.routeOptions.config?.noTimeout) return done();
+    const controller = new AbortController();
+    const scope = new RequestScope(controller.signal);
     const timer = setTimeout(() => {
       if (reply.sent || reply.raw.headersSent) return;
-      sendError(
-        request,
-        reply,
-        new DomainError('unavailable', 'The request took too long and was abandoned; try again.'),
-      );
+      if (scope.committed) {
+        request.log.warn({ timeoutMs }, 'deadline passed after the work committed; answering when it ends');
+        return;
+      }
+      // Synchronous with the check above: from here on no statement of this request starts.
+      controller.abort();
+      sendError(request, reply, requestAbandoned());
     }, timeoutMs);
     timer.unref();
-    timers.set(request, timer);
+    deadlines.set(request, { timer, scope });
     done();
+  });
+
+  // After parsing, before route-level preHandler hooks and the handler: all they start runs in the scope.
+  app.addHook('preHandler', (request, _reply, done) => {
+    const deadline = deadlines.get(request);
+    if (deadline === undefined) return done();
+    runInRequestScope(deadline.scope, done);
   });
 
   // No resource id holds a control character; such a path names nothing, on every engine alike.
@@ -82,8 +104,8 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   });
 
   app.addHook('onResponse', (request, _reply, done) => {
-    const timer = timers.get(request);
-    if (timer) clearTimeout(timer);
+    const deadline = deadlines.get(request);
+    if (deadline) clearTimeout(deadline.timer);
     done();
   });
 }

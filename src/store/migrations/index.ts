@@ -1,11 +1,15 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { Dialect } from '../dialect.js';
 import { initial } from './0001_initial.js';
+import { retention } from './0005_retention.js';
+import { grpcActivity } from './0006_grpc.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001_initial': initial(dialect) as { up(db: Kysely<unknown>): Promise<void> },
+    '0005_retention': retention() as { up(db: Kysely<unknown>): Promise<void> },
+    '0006_grpc': grpcActivity,
   };
 }
 

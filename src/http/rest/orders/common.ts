@@ -41,7 +41,7 @@ export function actorOf(request: FastifyRequest): Actor {
  * without credentials gets 401 (and one without the scope 403) whatever it sent.
  */
 export function authOn(services: Services, scope: Scope): onRequestAsyncHookHandler {
-  return services.httpAuth.required(scope) as unknown as onRequestAsyncHookHandler;
+  return services.httpAuth.required(scope);
 }
 
 const SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearerAuth: [] }];

@@ -12,7 +12,7 @@ export const protectedExampleRoutes: RouteModule = {
     app.get(
       '/api/user/profile',
       {
-        preHandler: services.httpAuth.required('profile:read'),
+        onRequest: services.httpAuth.required('profile:read'),
         schema: { tags: ['examples'], summary: 'The caller as the token (or API key) describes it' },
       },
       async (request) => {
@@ -29,7 +29,7 @@ export const protectedExampleRoutes: RouteModule = {
     app.post(
       '/api/data/export',
       {
-        preHandler: services.httpAuth.required('data:export'),
+        onRequest: services.httpAuth.required('data:export'),
         schema: { tags: ['examples'], summary: 'Request a data export (accepted for later processing)' },
       },
       async (request, reply) => {

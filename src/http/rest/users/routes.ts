@@ -8,7 +8,8 @@ import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-polic
 import type { RouteModule } from '../../routes.js';
 import { restUser } from '../shapes.js';
 import { CachedUsers } from './cache.js';
-import { userApiErrorHandler } from './errors.js';
+import { USER_API_DIALECT, userApiErrorHandler } from './errors.js';
+import { registerErrorDialect } from '../../errors.js';
 import {
   OrganizationParams,
   OrganizationSchema,
@@ -44,12 +45,14 @@ function addVary(reply: FastifyReply, ...names: string[]): void {
 async function registerUserApi(app: FastifyInstance, services: Services): Promise<void> {
   const { core } = services;
   const cached = new CachedUsers(services.cache, services.bus, services.logger);
-  const auth = (scope: Scope) => services.httpAuth.required(scope) as unknown as onRequestAsyncHookHandler;
+  const auth = (scope: Scope) => services.httpAuth.required(scope);
   // Decided before the body is read, so a non-admin gets 403 whatever it sent.
   const adminOnly: onRequestAsyncHookHandler = async (request) => {
     ADMIN_ONLY_UPDATE.assertCaller(toActor(principalOf(request)));
   };
 
+  // Errors raised before any of these routes is found (`/v1/users/%ZZ`) speak the same case.
+  registerErrorDialect(app, USER_API_DIALECT);
   await app.register(async (scope) => {
     const api = scope.withTypeProvider<TypeBoxTypeProvider>();
     api.setErrorHandler(userApiErrorHandler);

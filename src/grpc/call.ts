@@ -1,0 +1,224 @@
+import {
+  Metadata,
+  status,
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+} from '@grpc/grpc-js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { type Authenticator, missingCredentials } from '../auth/authenticator.js';
+import { type Principal, toActor } from '../auth/principal.js';
+import { requireScope, type Scope } from '../auth/scopes.js';
+import type { Actor } from '../domain/actor.js';
+import type { AfterAuthentication } from '../http/auth.js';
+import { genRequestId } from '../http/plugins/request-context.js';
+import { serviceError, toServiceError } from './errors.js';
+import type { GrpcMetrics } from './metrics.js';
+
+/** What a handler gets: the caller, already authenticated, rate-limited and scope-checked. */
+export interface CallContext {
+  principal: Principal;
+  actor: Actor;
+  requestId: string;
+  log: Logger;
+  /** Aborted when the client cancels, its deadline passes, or (for streams) the server drains. */
+  signal: AbortSignal;
+}
+
+export type UnaryHandler<Req, Res> = (ctx: CallContext, request: Req) => Promise<Res>;
+/** `send` resolves once the message is accepted by the transport (back-pressure) and rejects when aborted. */
+export type StreamHandler<Req, Res> = (
+  ctx: CallContext,
+  request: Req,
+  send: (message: Res) => Promise<void>,
+) => Promise<void>;
+
+export interface CallPipelineDeps {
+  service: string;
+  authenticator: Authenticator;
+  /** The same post-authentication steps REST runs (the shared rate limiter). */
+  afterAuth: readonly AfterAuthentication[];
+  logger: Logger;
+  metrics: GrpcMetrics;
+}
+
+type AnyCall = ServerUnaryCall<unknown, unknown> | ServerWritableStream<unknown, unknown>;
+
+class Aborted extends Error {}
+
+type Started = ReturnType<CallPipeline['begin']>;
+
+const first = (md: Metadata, key: string): string | undefined => {
+  const v = md.get(key)[0];
+  return typeof v === 'string' ? v : undefined;
+};
+
+/**
+ * The one interceptor every UserService method goes through, in this order: request id → refuse
+ * while draining → credentials from metadata through the shared Authenticator → the shared
+ * post-authentication steps (rate limit) → scope → handler → DomainError to status (errors.ts) →
+ * one log line and the metrics. Handlers never read metadata or build statuses themselves.
+ */
+export class CallPipeline {
+  private draining = false;
+  /** Open streams, so a drain can end them with a clean status. */
+  private readonly streams = new Set<AbortController>();
+
+  constructor(private readonly deps: CallPipelineDeps) {}
+
+  /** From now on new calls are refused and open streams end (status OK) at their next step. */
+  drain(): void {
+    this.draining = true;
+    for (const s of this.streams) s.abort(new Aborted('draining'));
+  }
+
+  unary<Req, Res>(method: string, scope: Scope, handler: UnaryHandler<Req, Res>): handleUnaryCall<Req, Res> {
+    return (call, callback) => {
+      const started = this.begin(method, 'unary', call as AnyCall);
+      const controller = new AbortController();
+      call.on('cancelled', () => controller.abort(new Aborted('cancelled')));
+      this.prepare(call as AnyCall, scope, started, controller.signal)
+        .then(async (ctx) => {
+          const result = await handler(ctx, call.request);
+          call.sendMetadata(started.response);
+          callback(null, result);
+          this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : status.OK);
+        })
+        .catch((err: unknown) => {
+          const error = toServiceError(err, started.response, started.log);
+          callback(error);
+          this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : error.code);
+        });
+    };
+  }
+
+  serverStream<Req, Res>(
+    method: string,
+    scope: Scope,
+    handler: StreamHandler<Req, Res>,
+    options: { endOnDrain: boolean },
+  ): handleServerStreamingCall<Req, Res> {
+    return (call) => {
+      const started = this.begin(method, 'server_stream', call as AnyCall);
+      const controller = new AbortController();
+      // Open-ended streams end at a drain; finite ones (a listing) finish like unary calls do.
+      if (options.endOnDrain) this.streams.add(controller);
+      call.on('cancelled', () => controller.abort(new Aborted('cancelled')));
+      const send = (message: Res): Promise<void> => {
+        if (controller.signal.aborted) return Promise.reject(new Aborted('aborted'));
+        if (call.write(message)) return Promise.resolve();
+        return new Promise<void>((resolve, reject) => {
+          const onAbort = () => {
+            call.off('drain', onDrain);
+            reject(new Aborted('aborted'));
+          };
+          const onDrain = () => {
+            controller.signal.removeEventListener('abort', onAbort);
+            resolve();
+          };
+          call.once('drain', onDrain);
+          controller.signal.addEventListener('abort', onAbort, { once: true });
+        });
+      };
+      this.prepare(call as AnyCall, scope, started, controller.signal)
+        .then(async (ctx) => {
+          call.sendMetadata(started.response);
+          try {
+            await handler(ctx, call.request, send);
+          } catch (err) {
+            if (!(err instanceof Aborted)) throw err;
+          }
+          if (call.cancelled) return this.finish(started, cancelCode(call as AnyCall));
+          // Finished, or ended by a drain: a clean end of stream either way.
+          call.end(requestIdMetadata(started.requestId));
+          this.finish(started, status.OK);
+        })
+        .catch((err: unknown) => {
+          if (call.cancelled) return this.finish(started, cancelCode(call as AnyCall));
+          const error = toServiceError(err, started.response, started.log);
+          call.emit('error', error);
+          this.finish(started, error.code);
+        })
+        .finally(() => this.streams.delete(controller));
+    };
+  }
+
+  private begin(method: string, type: string, call: AnyCall) {
+    const requestId = genRequestId({ headers: { 'x-request-id': first(call.metadata, 'x-request-id') } });
+    const labels = { grpc_service: this.deps.service, grpc_method: method, grpc_type: type };
+    this.deps.metrics.started.inc(labels);
+    return {
+      requestId,
+      /** Sent as response headers on success and merged into the trailers of an error. */
+      response: requestIdMetadata(requestId),
+      labels,
+      method,
+      log: this.deps.logger.child({ request_id: requestId }),
+      at: process.hrtime.bigint(),
+    };
+  }
+
+  private finish(started: Started, code: status): void {
+    const seconds = Number(process.hrtime.bigint() - started.at) / 1e9;
+    this.deps.metrics.handled.inc({ ...started.labels, grpc_code: status[code] ?? String(code) });
+    this.deps.metrics.seconds.observe(started.labels, seconds);
+    started.log.info(
+      {
+        rpc: `/${this.deps.service}/${started.method}`,
+        code: status[code] ?? code,
+        ms: Math.round(seconds * 10_000) / 10,
+      },
+      'grpc call',
+    );
+  }
+
+  /** Everything before the handler. Response metadata collects the request id and rate-limit facts. */
+  private async prepare(
+    call: AnyCall,
+    scope: Scope,
+    started: Started,
+    signal: AbortSignal,
+  ): Promise<CallContext> {
+    if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
+    const { response, requestId, log } = started;
+    const principal = await this.deps.authenticator.authenticate({
+      authorization: first(call.metadata, 'authorization'),
+      apiKey: first(call.metadata, 'x-api-key'),
+    });
+    if (!principal) throw missingCredentials();
+    // The REST steps run unchanged: they read `request.log` and set headers on the reply, which
+    // here become response metadata (x-ratelimit-limit, -remaining, -reset).
+    const request = { log } as unknown as FastifyRequest;
+    const reply = {
+      headers(values: Record<string, string>) {
+        for (const [name, value] of Object.entries(values)) response.set(name, value);
+        return reply;
+      },
+    };
+    for (const step of this.deps.afterAuth) await step(principal, request, reply as unknown as FastifyReply);
+    requireScope(principal, scope);
+    return { principal, actor: toActor(principal), requestId, log, signal };
+  }
+}
+
+function requestIdMetadata(requestId: string): Metadata {
+  const md = new Metadata();
+  md.set('x-request-id', requestId);
+  return md;
+}
+
+/**
+ * The server's copy of the deadline is computed from `grpc-timeout` on arrival, so it lags the
+ * client's a little: a client giving up at its deadline cancels just before the server's passes.
+ */
+const DEADLINE_SLACK_MS = 250;
+
+function cancelCode(call: AnyCall): status {
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(ms) && ms <= Date.now() + DEADLINE_SLACK_MS
+    ? status.DEADLINE_EXCEEDED
+    : status.CANCELLED;
+}

@@ -1,0 +1,62 @@
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { encodeStatus, STATUS_DETAILS_KEY } from './status-details.js';
+
+/**
+ * The one table from the core's error catalogue to gRPC status codes. A new core code does not
+ * compile until it has a row here.
+ */
+export const GRPC_STATUS: Readonly<Record<ErrorCode, status>> = {
+  validation_error: status.INVALID_ARGUMENT,
+  unprocessable: status.INVALID_ARGUMENT,
+  unsupported_media_type: status.INVALID_ARGUMENT,
+  idempotency_key_reused: status.INVALID_ARGUMENT,
+  not_found: status.NOT_FOUND,
+  forbidden: status.PERMISSION_DENIED,
+  insufficient_scope: status.PERMISSION_DENIED,
+  unauthenticated: status.UNAUTHENTICATED,
+  invalid_api_key: status.UNAUTHENTICATED,
+  invalid_token: status.UNAUTHENTICATED,
+  token_expired: status.UNAUTHENTICATED,
+  already_exists: status.ALREADY_EXISTS,
+  conflict: status.FAILED_PRECONDITION,
+  idempotency_in_progress: status.ABORTED,
+  rate_limit_exceeded: status.RESOURCE_EXHAUSTED,
+  payload_too_large: status.RESOURCE_EXHAUSTED,
+  unavailable: status.UNAVAILABLE,
+  internal_error: status.INTERNAL,
+};
+
+/** What an unexpected failure (storage, a bug) answers: the cause goes to the log, never the wire. */
+export const INTERNAL_MESSAGE = 'Internal error; the request id in the trailers identifies it in the logs.';
+
+/**
+ * A thrown value as the gRPC status the client receives. DomainErrors keep their message (written
+ * for clients) and their field details as google.rpc.BadRequest; anything else is masked.
+ */
+export function toServiceError(err: unknown, base: Metadata, log: Logger): ServiceError {
+  // The request id and any rate-limit facts already gathered go out as trailers.
+  const metadata = base.clone();
+  if (!(err instanceof DomainError)) {
+    log.error({ err }, 'grpc call failed');
+    return serviceError(status.INTERNAL, INTERNAL_MESSAGE, metadata);
+  }
+  const code = GRPC_STATUS[err.code];
+  const meta = err.meta as { retry_after?: unknown; headers?: Record<string, string>; scope?: unknown };
+  // The rate limiter's facts (x-ratelimit-*, retry-after) travel as trailers, as headers do over HTTP.
+  for (const [name, value] of Object.entries(meta.headers ?? {})) metadata.set(name, value);
+  if (code === status.INVALID_ARGUMENT && err.details.length > 0) {
+    const fieldViolations = err.details.map((d) => ({
+      field: d.field ?? '',
+      description: d.message,
+      reason: d.code,
+    }));
+    metadata.set(STATUS_DETAILS_KEY, encodeStatus({ code, message: err.message, fieldViolations }));
+  }
+  return serviceError(code, err.message, metadata);
+}
+
+export function serviceError(code: status, details: string, metadata = new Metadata()): ServiceError {
+  return Object.assign(new Error(details), { code, details, metadata });
+}

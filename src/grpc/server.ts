@@ -1,0 +1,94 @@
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { Services } from '../compose.js';
+import { UserActivity } from '../domain/activity.js';
+import { CallPipeline } from './call.js';
+import { UserServiceService } from './gen/users/v1/users.gen.js';
+import { Health } from './health.js';
+import { grpcMetrics } from './metrics.js';
+import { reflectionService } from './reflection.js';
+import { userServiceHandlers } from './user-service.js';
+
+export const USER_SERVICE = 'users.v1.UserService';
+/** Larger responses than any User or page of them; requests are capped by BODY_LIMIT_BYTES as HTTP bodies are. */
+const MAX_SEND_BYTES = 4 * 1024 * 1024;
+
+export interface GrpcOptions {
+  /** How long a drain waits for in-flight calls before cutting them off. */
+  drainGraceMs?: number;
+  activityPollMs?: number;
+}
+
+export interface GrpcServer {
+  /** Binds HOST:GRPC_PORT (0 picks a free port) and returns the bound `host:port`. */
+  listen(): Promise<string>;
+  /**
+   * The drain: health turns NOT_SERVING, new calls are refused (UNAVAILABLE), activity streams and
+   * health watches end with status OK, in-flight unary calls and listings finish, then the server
+   * stops; after the grace period whatever is left is cancelled.
+   */
+  close(): Promise<void>;
+}
+
+/** The gRPC surface: users.v1.UserService, grpc.health.v1.Health and server reflection. */
+export function createGrpcServer(services: Services, options: GrpcOptions = {}): GrpcServer {
+  const { config } = services;
+  const server = new Server({
+    'grpc.max_receive_message_length': config.bodyLimitBytes,
+    'grpc.max_send_message_length': MAX_SEND_BYTES,
+  });
+  const pipeline = new CallPipeline({
+    service: USER_SERVICE,
+    authenticator: services.authenticator,
+    afterAuth: services.afterAuth,
+    logger: services.logger,
+    metrics: grpcMetrics(services.metrics),
+  });
+  server.addService(
+    UserServiceService,
+    userServiceHandlers(pipeline, {
+      core: services.core,
+      activity: new UserActivity(services.deps, services.core.users),
+      cache: services.cache,
+      ...(options.activityPollMs === undefined ? {} : { activityPollMs: options.activityPollMs }),
+    }),
+  );
+  const health = new Health([USER_SERVICE]);
+  health.addToServer(server);
+  reflectionService().addToServer(server);
+
+  let bound = false;
+  let closed: Promise<void> | undefined;
+  return {
+    async listen() {
+      const port = await new Promise<number>((resolve, reject) =>
+        server.bindAsync(`${config.host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (err, p) =>
+          err ? reject(err) : resolve(p),
+        ),
+      );
+      bound = true;
+      health.set('SERVING');
+      return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    },
+    close() {
+      closed ??= (async () => {
+        health.set('NOT_SERVING');
+        pipeline.drain();
+        health.endWatches();
+        if (!bound) return;
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            services.logger.warn('gRPC calls still open after the drain grace period; cancelling them');
+            server.forceShutdown();
+            resolve();
+          }, options.drainGraceMs ?? 10_000);
+          force.unref();
+          server.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+      })();
+      return closed;
+    },
+  };
+}

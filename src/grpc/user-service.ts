@@ -1,0 +1,82 @@
+import type { Cache } from '../shared/cache.js';
+import type { Core } from '../domain/core.js';
+import type { UserActivity } from '../domain/activity.js';
+import { invalid } from '../domain/errors.js';
+import type { Role } from '../store/types.js';
+import { userCacheKey } from '../http/rest/users/cache.js';
+import type { CallPipeline } from './call.js';
+import type { UserServiceServer } from './gen/users/v1/users.gen.js';
+import { requireUserId, toActivityMessage, toUserMessage, updateInput } from './messages.js';
+
+/** How many users ListUsers reads per query while streaming: memory stays bounded whatever the table size. */
+export const LIST_PAGE_SIZE = 100;
+
+export interface UserServiceDeps {
+  core: Core;
+  activity: UserActivity;
+  cache: Cache;
+  /** How often an activity stream reads events committed by other instances. */
+  activityPollMs?: number;
+}
+
+/**
+ * users.v1.UserService: each method translates the request, calls the core and translates back.
+ * Who may read or change what is the core's (users.read, updateSelfService, visibleEmail).
+ */
+export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDeps): UserServiceServer {
+  const { core } = deps;
+  return {
+    getUser: pipeline.unary('GetUser', 'users:read', async (ctx, request) => {
+      const user = await core.users.read(ctx.actor, requireUserId(request.userId));
+      return toUserMessage(user, user.email);
+    }),
+
+    listUsers: pipeline.serverStream(
+      'ListUsers',
+      'users:read',
+      async (ctx, request, send) => {
+        if (request.limit < 0) throw invalid('limit', 'limit must be 0 (no limit) or more', 'range_error');
+        const role = request.role === '' ? undefined : (request.role as Role);
+        let remaining = request.limit > 0 ? request.limit : Infinity;
+        let afterId = request.cursor === '' ? undefined : request.cursor;
+        while (remaining > 0 && !ctx.signal.aborted) {
+          const page = await core.users.page({ role, afterId, limit: Math.min(LIST_PAGE_SIZE, remaining) });
+          for (const user of page) {
+            // Waits while the client is not reading: one page in memory at most.
+            await send(toUserMessage(user, core.users.visibleEmail(ctx.actor, user)));
+            afterId = user.id;
+            remaining -= 1;
+          }
+          if (page.length < LIST_PAGE_SIZE) break;
+        }
+      },
+      { endOnDrain: false },
+    ),
+
+    updateUser: pipeline.unary('UpdateUser', 'users:write', async (ctx, request) => {
+      const input = updateInput(request);
+      const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
+      // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
+      await deps.cache.delete(userCacheKey(user.id)).catch((err: unknown) => {
+        ctx.log.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'could not invalidate a cached user',
+        );
+      });
+      return toUserMessage(user, user.email);
+    }),
+
+    streamUserActivity: pipeline.serverStream(
+      'StreamUserActivity',
+      'users:read',
+      async (ctx, request, send) => {
+        const events = deps.activity.follow(ctx.actor, requireUserId(request.userId), {
+          signal: ctx.signal,
+          ...(deps.activityPollMs === undefined ? {} : { pollMs: deps.activityPollMs }),
+        });
+        for await (const event of events) await send(toActivityMessage(event));
+      },
+      { endOnDrain: true },
+    ),
+  };
+}

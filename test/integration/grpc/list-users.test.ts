@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../../src/domain/ids.js';
+import type { Role } from '../../../src/store/types.js';
+import { LIST_PAGE_SIZE } from '../../../src/grpc/user-service.js';
+import {
+  collect,
+  grpc,
+  metadataFor,
+  richStatus,
+  startGrpcAtrium,
+  waitFor,
+  type GrpcAtrium,
+  type UserMessage,
+} from './support.js';
+
+const { status } = grpc;
+const USERS = 1_200;
+
+describe('gRPC ListUsers: a server stream', () => {
+  let atrium: GrpcAtrium;
+  let client: ReturnType<GrpcAtrium['client']>;
+  let admin: Awaited<ReturnType<GrpcAtrium['caller']>>;
+  let member: Awaited<ReturnType<GrpcAtrium['caller']>>;
+  /** Every live user, in id order, as the store has them. */
+  let all: { id: string; role: Role }[];
+  let pageCalls = 0;
+
+  beforeAll(async () => {
+    atrium = await startGrpcAtrium();
+    client = atrium.client();
+    admin = await atrium.caller({ role: 'admin' });
+    member = await atrium.caller({ role: 'member' });
+    // Enough users, with long names, that a whole listing is far larger than HTTP/2's flow-control window.
+    const org = await atrium.services.core.organizations.create({ name: 'Listing' });
+    const now = new Date().toISOString();
+    const roles: Role[] = ['viewer', 'member', 'admin'];
+    const rows = Array.from({ length: USERS }, (_, i) => {
+      const handle = `list${i.toString().padStart(5, '0')}`;
+      return {
+        id: newId('usr'),
+        organization_id: org.id,
+        handle,
+        email: `${handle}@example.com`,
+        first_name: 'F'.repeat(60),
+        last_name: `L${i}`.padEnd(39, 'x'),
+        role: roles[i % 3]!,
+        password_hash: null,
+        email_verified_at: null,
+        created_at: now,
+        updated_at: now,
+        deleted_at: null,
+      };
+    });
+    for (let i = 0; i < rows.length; i += 200) {
+      await atrium.services.store.db
+        .insertInto('users')
+        .values(rows.slice(i, i + 200))
+        .execute();
+    }
+    all = (
+      await atrium.services.store.db
+        .selectFrom('users')
+        .select(['id', 'role'])
+        .where('deleted_at', 'is', null)
+        .orderBy('id')
+        .execute()
+    ).map((r) => ({ id: r.id, role: r.role }));
+    // Observes (does not replace) the core's page reads, to see how far the server has read ahead.
+    const users = atrium.services.core.users;
+    const page = users.page.bind(users);
+    users.page = (query) => {
+      pageCalls += 1;
+      return page(query);
+    };
+  });
+  afterAll(async () => {
+    await atrium?.stop();
+  });
+
+  it('streams every user in id order, and only admins and the user themself see an email', async () => {
+    const { messages, status: end } = await collect<UserMessage>(client, 'ListUsers', {}, member.headers);
+    expect(end?.code).toBe(status.OK);
+    expect(messages.map((m) => m.id)).toEqual(all.map((u) => u.id));
+    for (const m of messages) expect(m.email === '').toBe(m.id !== member.userId);
+    const asAdmin = await collect<UserMessage>(client, 'ListUsers', { limit: 5 }, admin.headers);
+    expect(asAdmin.messages.every((m) => m.email.endsWith('@example.com'))).toBe(true);
+  });
+
+  it('filters by role when role is non-empty', async () => {
+    const { messages } = await collect<UserMessage>(client, 'ListUsers', { role: 'viewer' }, member.headers);
+    expect(messages.map((m) => m.id)).toEqual(all.filter((u) => u.role === 'viewer').map((u) => u.id));
+    expect(messages.every((m) => m.role === 'viewer')).toBe(true);
+  });
+
+  it('stops after limit users when limit is above zero', async () => {
+    const { messages, status: end } = await collect<UserMessage>(
+      client,
+      'ListUsers',
+      { limit: 7 },
+      member.headers,
+    );
+    expect(end?.code).toBe(status.OK);
+    expect(messages.map((m) => m.id)).toEqual(all.slice(0, 7).map((u) => u.id));
+    const many = await collect<UserMessage>(
+      client,
+      'ListUsers',
+      { limit: LIST_PAGE_SIZE + 3, role: 'admin' },
+      member.headers,
+    );
+    expect(many.messages.map((m) => m.id)).toEqual(
+      all
+        .filter((u) => u.role === 'admin')
+        .slice(0, LIST_PAGE_SIZE + 3)
+        .map((u) => u.id),
+    );
+  });
+
+  it('resumes after the cursor: the id of the last user received', async () => {
+    const first = await collect<UserMessage>(
+      client,
+      'ListUsers',
+      { limit: 10, role: 'member' },
+      member.headers,
+    );
+    const cursor = first.messages.at(-1)!.id;
+    const rest = await collect<UserMessage>(
+      client,
+      'ListUsers',
+      { limit: 10, role: 'member', cursor },
+      member.headers,
+    );
+    const members = all.filter((u) => u.role === 'member').map((u) => u.id);
+    expect([...first.messages, ...rest.messages].map((m) => m.id)).toEqual(members.slice(0, 20));
+  });
+
+  it('refuses an unknown role and a negative limit with INVALID_ARGUMENT', async () => {
+    const role = await collect(client, 'ListUsers', { role: 'owner' }, member.headers);
+    expect(role.error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(richStatus(role.error!).fieldViolations.map((v) => [v.field, v.reason])).toEqual([
+      ['role', 'invalid_enum'],
+    ]);
+    const limit = await collect(client, 'ListUsers', { limit: -1 }, member.headers);
+    expect(limit.error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(richStatus(limit.error!).fieldViolations.map((v) => v.field)).toEqual(['limit']);
+  });
+
+  it('needs credentials', async () => {
+    const { error } = await collect(client, 'ListUsers', {});
+    expect(error?.code).toBe(status.UNAUTHENTICATED);
+  });
+
+  it('honours back-pressure: a client that stops reading stops the server reading the table; cancel ends it', async () => {
+    const pages = Math.ceil(all.length / LIST_PAGE_SIZE);
+    pageCalls = 0;
+    const call = client.ListUsers!({}, metadataFor(member.headers)) as grpc.ClientReadableStream<UserMessage>;
+    let received = 0;
+    let ended: grpc.StatusObject | undefined;
+    call.on('status', (s) => (ended = s));
+    call.on('error', () => undefined);
+    call.on('data', () => {
+      received += 1;
+      if (received === 1) call.pause();
+    });
+    await waitFor(() => received >= 1, 5_000, 'the first user');
+    // Give the server ample time to run ahead if it ignored flow control.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const readWhilePaused = pageCalls;
+    expect(readWhilePaused).toBeGreaterThan(0);
+    expect(readWhilePaused).toBeLessThan(pages);
+    call.cancel();
+    await waitFor(() => ended !== undefined, 5_000, 'the cancelled status');
+    expect(ended?.code).toBe(status.CANCELLED);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(pageCalls).toBe(readWhilePaused);
+    const metrics = await atrium.services.metrics.metrics();
+    expect(metrics).toMatch(
+      /atrium_grpc_server_handled_total\{[^}]*grpc_method="ListUsers"[^}]*grpc_code="CANCELLED"[^}]*\} 1/,
+    );
+  });
+
+  it('ends with DEADLINE_EXCEEDED when the deadline passes mid-stream', async () => {
+    const call = client.ListUsers!({}, metadataFor(member.headers), {
+      deadline: Date.now() + 400,
+    }) as grpc.ClientReadableStream<UserMessage>;
+    let received = 0;
+    let code: number | undefined;
+    call.on('data', () => {
+      received += 1;
+      if (received === 1) call.pause();
+    });
+    call.on('error', () => undefined);
+    call.on('status', (s) => (code = s.code));
+    await waitFor(() => code !== undefined, 5_000, 'the deadline');
+    expect(code).toBe(status.DEADLINE_EXCEEDED);
+    expect(received).toBeLessThan(all.length);
+  });
+});

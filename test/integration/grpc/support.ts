@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { decodeStatus, STATUS_DETAILS_KEY, type RichStatus } from '../../../src/grpc/status-details.js';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+
+/**
+ * A client built from proto/users/v1/users.proto with @grpc/proto-loader, as any grpc-js user
+ * would build one: it shares nothing with the server's generated code.
+ */
+const definition = loadSync('users/v1/users.proto', {
+  includeDirs: [`${root}/proto`],
+  keepCase: true,
+  longs: Number,
+  defaults: true,
+});
+const healthDefinition = loadSync('health/v1/health.proto', {
+  includeDirs: [`${root}/node_modules/grpc-health-check/proto`],
+  keepCase: true,
+  enums: String,
+  defaults: true,
+});
+type ClientCtor = new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client;
+const loaded = grpc.loadPackageDefinition(definition) as unknown as {
+  users: { v1: { UserService: ClientCtor } };
+};
+const loadedHealth = grpc.loadPackageDefinition(healthDefinition) as unknown as {
+  grpc: { health: { v1: { Health: ClientCtor } } };
+};
+
+export interface UserMessage {
+  id: string;
+  name: string;
+  email: string;
+  role: string;
+  created_at: number;
+  organization_id: string;
+}
+export interface ActivityMessage {
+  event_type: string;
+  timestamp: number;
+  metadata: Record<string, string>;
+}
+
+export type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+/** A users.v1.UserService client on its own channel. */
+export const userServiceClient = (address: string): Client =>
+  new loaded.users.v1.UserService(address, grpc.credentials.createInsecure()) as Client;
+/** A grpc.health.v1.Health client on its own channel. */
+export const healthClient = (address: string): Client =>
+  new loadedHealth.grpc.health.v1.Health(address, grpc.credentials.createInsecure()) as Client;
+
+export interface GrpcAtrium extends TestAtrium {
+  address: string;
+  httpUrl: string;
+  client(): Client;
+  health(): Client;
+}
+
+/** An Atrium with the api, auth and grpc roles listening on ephemeral ports of 127.0.0.1. */
+export async function startGrpcAtrium(env: Record<string, string> = {}): Promise<GrpcAtrium> {
+  const atrium = await startTestAtrium({ HOST: '127.0.0.1', GRPC_PORT: '0', ...env }, [
+    'api',
+    'auth',
+    'grpc',
+  ]);
+  const { grpcAddress, httpUrl } = await atrium.listen();
+  const clients: grpc.Client[] = [];
+  const make = (build: (address: string) => Client) => {
+    const c = build(grpcAddress!);
+    clients.push(c);
+    return c;
+  };
+  return {
+    ...atrium,
+    address: grpcAddress!,
+    httpUrl: httpUrl!,
+    client: () => make(userServiceClient),
+    health: () => make(healthClient),
+    async stop() {
+      for (const c of clients) c.close();
+      await atrium.stop();
+    },
+  };
+}
+
+export function metadataFor(headers: Record<string, string>): grpc.Metadata {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(headers)) md.set(k, v);
+  return md;
+}
+
+export interface CallResult<T> {
+  error: grpc.ServiceError | null;
+  value: T | undefined;
+  headers: grpc.Metadata | undefined;
+}
+
+/** A unary call as a promise that never rejects: the test looks at the error itself. */
+export function unary<T>(
+  client: Client,
+  method: string,
+  request: object,
+  headers: Record<string, string> = {},
+  options: grpc.CallOptions = {},
+): Promise<CallResult<T>> {
+  return new Promise((resolve) => {
+    let responseHeaders: grpc.Metadata | undefined;
+    const call = client[method]!(
+      request,
+      metadataFor(headers),
+      options,
+      (error: grpc.ServiceError | null, value: T) => resolve({ error, value, headers: responseHeaders }),
+    ) as grpc.ClientUnaryCall;
+    call.on('metadata', (md) => (responseHeaders = md));
+  });
+}
+
+export interface StreamResult<T> {
+  messages: T[];
+  status: grpc.StatusObject | undefined;
+  error: grpc.ServiceError | undefined;
+}
+
+/** Reads a whole server stream. */
+export function collect<T>(
+  client: Client,
+  method: string,
+  request: object,
+  headers: Record<string, string> = {},
+  options: grpc.CallOptions = {},
+): Promise<StreamResult<T>> {
+  return new Promise((resolve) => {
+    const call = client[method]!(request, metadataFor(headers), options) as grpc.ClientReadableStream<T>;
+    const result: StreamResult<T> = { messages: [], status: undefined, error: undefined };
+    call.on('data', (m: T) => result.messages.push(m));
+    call.on('error', (e: grpc.ServiceError) => (result.error = e));
+    call.on('status', (s) => {
+      result.status = s;
+      // 'status' can come before 'error' for failed calls; let the error land first.
+      setImmediate(() => resolve(result));
+    });
+  });
+}
+
+/** The google.rpc.Status in the error's trailers. */
+export function richStatus(error: grpc.ServiceError): RichStatus {
+  const bin = error.metadata.get(STATUS_DETAILS_KEY)[0];
+  if (!Buffer.isBuffer(bin)) throw new Error('no grpc-status-details-bin trailer');
+  return decodeStatus(bin);
+}
+
+export function waitFor(check: () => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      if (check()) return resolve();
+      if (Date.now() - started > timeoutMs) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 20);
+    };
+    tick();
+  });
+}
+
+export interface BufCurlResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export const BUF = `${root}/node_modules/.bin/buf`;
+
+/**
+ * `buf curl` against the server, its schema taken from server reflection only (run outside the
+ * repository, so no local buf.yaml can help it). Exit code: the gRPC status code shifted left 3.
+ */
+export function bufCurl(address: string, path: string, args: string[] = []): Promise<BufCurlResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      BUF,
+      ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', ...args, `http://${address}${path}`],
+      {
+        cwd: tmpdir(),
+        env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export { grpc, root };
