@@ -12,6 +12,7 @@ import autocannon from 'autocannon';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
+import { runWebhookBench } from './webhooks.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -231,6 +232,8 @@ async function main() {
 }
 
 await main();
+// Webhook deliveries/s and outbox lag (bench/webhooks.ts); BENCH_WEBHOOKS=0 skips it.
+if (process.env.BENCH_WEBHOOKS !== '0') await runWebhookBench();
 
 // Scale-out figures need nginx, PostgreSQL and Redis: opt in (docs/deployment.md, "Sizing").
 if (process.env.BENCH_CLUSTER === '1') await (await import('./cluster.js')).runClusterBench();

@@ -29,6 +29,7 @@ import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { openStore, type Store } from './store/store.js';
 import { startPurgeJob } from './maintenance/purge.js';
+import { startWebhookWorker } from './webhooks/index.js';
 
 export const SERVER_ROLES = ['api', 'auth', 'grpc', 'worker'] as const;
 export type ServerRole = (typeof SERVER_ROLES)[number];
@@ -212,6 +213,8 @@ export async function createAtrium(
       // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
       const purge = startPurgeJob(services);
       services.onClose.push(() => purge.stop());
+      // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
+      await startWebhookWorker(services);
     }
   } catch (err) {
     await closeServices(services);

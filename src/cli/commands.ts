@@ -6,6 +6,7 @@ import { ROLES } from '../domain/users.js';
 import { OAUTH_COMMANDS } from '../oauth/cli.js';
 import { integer, oneOf, parse, required } from './args.js';
 import { UsageError } from './io.js';
+import { WEBHOOK_COMMANDS } from '../webhooks/cli.js';
 
 /** An admin command: runs against the services and returns the one JSON object to print. */
 export type AdminCommand = (services: Services, argv: string[]) => Promise<unknown>;
@@ -74,4 +75,7 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     const deleted = await s.core.users.delete(SYSTEM_ACTOR, id);
     return { id: deleted.id, deleted_at: deleted.deletedAt };
   },
+
+  // webhooks create, list, delete, send-test, resend
+  ...WEBHOOK_COMMANDS,
 };

@@ -5,7 +5,7 @@ import type { Database } from '../store/types.js';
 import type { Clock } from './clock.js';
 import { iso, unixSeconds } from './clock.js';
 import type { CursorCodec } from './cursor.js';
-import { newId } from './ids.js';
+import { newEventId } from './ids.js';
 
 /** What every domain service is built from. The composition root makes one of these. */
 export interface CoreDeps {
@@ -37,7 +37,7 @@ export async function inTransaction<T>(deps: CoreDeps, work: (tx: Tx) => Promise
       db: trx,
       async recordEvent(type, ownerId, data) {
         const now = deps.clock.now();
-        const id = newId('evt', now.getTime());
+        const id = newEventId(now.getTime());
         await trx
           .insertInto('events')
           .values({

@@ -81,6 +81,15 @@ export function idAt(prefix: IdPrefix, ms: number): string {
     .join('')}`;
 }
 
+/**
+ * Event ids are the one exception to the base32 shape: the webhook spec fixes them as `evt_`
+ * followed by hex. 12 hex digits of millisecond time keep them time-ordered, 20 random ones (80
+ * bits) keep them unique across instances; clients deduplicate on this id.
+ */
+export function newEventId(now: number = Date.now()): string {
+  return `evt_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
+}
+
 const ID_SHAPE = /^([a-z]{3})_[0-9a-hjkmnp-tv-z]{26}$/;
 
 /** True when `value` has the shape of an id with the given prefix. */

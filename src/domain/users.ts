@@ -336,8 +336,16 @@ export class UserService {
         .set({ email_verified_at: verifiedAt, updated_at: now })
         .where('id', '=', id)
         .execute();
+      const user = toUser({ ...current, email_verified_at: verifiedAt, updated_at: now });
+      // Verifying again changes nothing a subscriber could see, so only the first time is an event.
+      if (current.email_verified_at === null) {
+        await tx.recordEvent('user.updated', id, {
+          object: publicUserData(user),
+          changed: ['email_verified'],
+        });
+      }
       tx.afterCommit({ kind: 'user.changed', userId: id });
-      return toUser({ ...current, email_verified_at: verifiedAt, updated_at: now });
+      return user;
     });
   }
 

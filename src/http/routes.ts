@@ -7,6 +7,7 @@ import { ordersRouteModule } from './rest/orders/index.js';
 import { protectedExampleRoutes } from './rest/protected/routes.js';
 import { tokenServerRoutes } from '../oauth/routes.js';
 import { graphqlModule } from '../graphql/module.js';
+import { webhooksRouteModule } from './rest/webhooks/index.js';
 import { sharedStateMetricsModule } from '../process/metrics-module.js';
 
 /** A group of HTTP routes and the process roles that serve it. */
@@ -26,5 +27,6 @@ export const ROUTE_MODULES: RouteModule[] = [
   protectedExampleRoutes,
   tokenServerRoutes,
   graphqlModule,
+  webhooksRouteModule,
   sharedStateMetricsModule,
 ];

@@ -206,6 +206,10 @@ export interface WebhookEndpointsTable {
   disabled_at: string | null;
   created_at: string;
   updated_at: string;
+  /** The secret before the last rotation; still signs until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  disabled_reason: string | null;
 }
 
 export interface EventsTable {
@@ -217,6 +221,8 @@ export interface EventsTable {
   created: number; // Unix seconds, as the webhook envelope carries it
   created_at: string;
   dispatched_at: string | null;
+  /** Set for an event meant for one endpoint only (send-test); null fans out to every match. */
+  target_endpoint_id?: string | null;
 }
 
 export interface WebhookDeliveriesTable {
@@ -230,6 +236,9 @@ export interface WebhookDeliveriesTable {
   last_status_code: number | null;
   created_at: string;
   updated_at: string;
+  last_error: string | null;
+  /** 1 for the automatic schedule; each manual re-send starts the next round. */
+  round: Generated<number>;
 }
 
 export interface DeliveryAttemptsTable {
@@ -240,6 +249,8 @@ export interface DeliveryAttemptsTable {
   duration_ms: number;
   error: string | null;
   created_at: string;
+  response_excerpt: string | null;
+  round: Generated<number>;
 }
 
 export interface PersistedQueriesTable {

@@ -1,0 +1,247 @@
+/**
+ * Webhook delivery benchmark: deliveries per second from the outbox to a loopback receiver, and the
+ * outbox lag (event recorded → first attempt started) at a steady event rate, on SQLite and on
+ * PostgreSQL. The peer is a bare keep-alive HTTP client posting the same signed bodies to the same
+ * receiver with the same concurrency and no database: the ceiling of this machine's loopback.
+ *
+ * Run alone: `node --import tsx bench/webhooks.ts` (BENCH_WEBHOOK_ENGINES=sqlite,postgres,
+ * BENCH_WEBHOOK_DELIVERIES, BENCH_WEBHOOK_RATE, BENCH_WEBHOOK_SECONDS, BENCH_PG_URL).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { createAtrium } from '../src/compose.js';
+import { parseConfig } from '../src/config/schema.js';
+import { SYSTEM_ACTOR } from '../src/domain/actor.js';
+import { iso, unixSeconds } from '../src/domain/clock.js';
+import { newEventId } from '../src/domain/ids.js';
+import { envelopeBody } from '../src/webhooks/event-types.js';
+import { webhooksOf } from '../src/webhooks/index.js';
+import { signatureHeader } from '../src/webhooks/signing.js';
+
+const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 5000);
+const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
+const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 5);
+const CONCURRENCY = 64;
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ENGINES = (process.env.BENCH_WEBHOOK_ENGINES ?? 'sqlite,postgres').split(',');
+
+/** The receiver runs in its own process so it does not share the worker's event loop. */
+const RECEIVER = `
+const http = require('node:http');
+let n = 0;
+const s = http.createServer((req, res) => { req.resume(); req.on('end', () => { n++; res.writeHead(200).end('ok'); }); });
+s.keepAliveTimeout = 60000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));
+`;
+
+function startReceiver(): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout!.once('data', (d: Buffer) => {
+      const { port } = JSON.parse(d.toString()) as { port: number };
+      resolve({ child, url: `http://127.0.0.1:${port}/hook` });
+    });
+    child.once('exit', (code) => reject(new Error(`receiver exited ${code}`)));
+  });
+}
+
+async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `atrium_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** The peer: the same bodies and headers, same concurrency, keep-alive, no database. */
+async function bareClient(url: string, count: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const body = envelopeBody({
+    id: newEventId(),
+    type: 'order.created',
+    created: 0,
+    data: '{"id":"ord_x"}',
+    api_version: '2026-11-01',
+  });
+  let next = 0;
+  const started = performance.now();
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'x-webhook-signature': signatureHeader(['whsec_bench'], Math.floor(Date.now() / 1000), body),
+          'x-webhook-attempt': '1',
+        },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) {
+        next += 1;
+        await one();
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  agent.destroy();
+  return (count / elapsed) * 1000;
+}
+
+interface EngineFigures {
+  engine: string;
+  deliveriesPerSecond: number;
+  lagP50: number;
+  lagP99: number;
+  lagCount: number;
+}
+
+async function benchEngine(engine: string, receiverUrl: string): Promise<EngineFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'atrium-bench-webhooks-'));
+  const database =
+    engine === 'postgres'
+      ? await freshPostgres()
+      : { url: `sqlite:${join(dir, 'bench.db')}`, drop: async () => undefined };
+  try {
+    const config = parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
+    // Phase 1, throughput: the outbox is filled first, then a worker drains it.
+    const api = await createAtrium(config, ['api']);
+    const { services } = api;
+    const user = await services.core.users.create({ handle: 'hookbench', email: 'hookbench@example.com' });
+    await webhooksOf(services).endpoints.create(SYSTEM_ACTOR, { url: receiverUrl, userId: user.id });
+    const data = JSON.stringify({ id: 'ord_bench', amount_cents: 2500, currency: 'USD', status: 'PENDING' });
+    for (let i = 0; i < DELIVERIES; i += 500) {
+      const now = new Date();
+      const rows = Array.from({ length: Math.min(500, DELIVERIES - i) }, () => ({
+        id: newEventId(now.getTime()),
+        type: 'order.created',
+        api_version: '2026-11-01',
+        owner_id: user.id,
+        data,
+        created: unixSeconds(now),
+        created_at: iso(now),
+        dispatched_at: null,
+      }));
+      await services.store.db.insertInto('events').values(rows).execute();
+    }
+    await api.close();
+
+    const worker = await createAtrium(config, ['worker']);
+    const started = performance.now();
+    const db = worker.services.store.db;
+    for (;;) {
+      const row = await db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'delivered')
+        .executeTakeFirstOrThrow();
+      if (Number(row.n) >= DELIVERIES) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const deliveriesPerSecond = (DELIVERIES / (performance.now() - started)) * 1000;
+    await worker.close();
+
+    // Phase 2, lag: one process with every role, changes made through the core at a steady rate.
+    const all = await createAtrium(config, ['api', 'worker']);
+    const product = await all.services.core.products.create({ name: 'Bench', priceCents: 1250 });
+    const actor = { id: user.id, kind: 'user' as const, role: 'member' as const };
+    const address = {
+      name: 'B',
+      street: '1 Main St',
+      city: 'Springfield',
+      postalCode: '12345',
+      country: 'US',
+    };
+    const since = iso(new Date());
+    const total = RATE * SECONDS;
+    const t0 = performance.now();
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await all.services.core.orders.create(actor, {
+        items: [{ productId: product.id, quantity: 1 }],
+        currency: 'USD',
+        shippingAddress: address,
+      });
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    const rows = await all.services.store.db
+      .selectFrom('delivery_attempts as a')
+      .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .select(['a.created_at as attempted', 'e.created_at as recorded'])
+      .where('a.attempt', '=', 1)
+      .where('e.created_at', '>=', since)
+      .execute();
+    await all.close();
+    const lags = rows.map((r) => Date.parse(r.attempted) - Date.parse(r.recorded)).sort((a, b) => a - b);
+    return {
+      engine,
+      deliveriesPerSecond,
+      lagP50: percentile(lags, 50),
+      lagP99: percentile(lags, 99),
+      lagCount: lags.length,
+    };
+  } finally {
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runWebhookBench(): Promise<Array<Record<string, unknown>>> {
+  const receiver = await startReceiver();
+  try {
+    const bare = await bareClient(receiver.url, DELIVERIES);
+    const rows: Array<Record<string, unknown>> = [];
+    for (const engine of ENGINES) {
+      const f = await benchEngine(engine, receiver.url);
+      rows.push({
+        engine: f.engine,
+        'deliveries/s': Math.round(f.deliveriesPerSecond),
+        'bare client req/s': Math.round(bare),
+        'ratio (deliveries/s)': Number((f.deliveriesPerSecond / bare).toFixed(2)),
+        'lag p50 ms': f.lagP50,
+        'lag p99 ms': f.lagP99,
+        'lag samples': f.lagCount,
+      });
+    }
+    console.table(rows);
+    console.log(
+      `webhooks: ${DELIVERIES} deliveries drained from the outbox; lag at ${RATE} events/s for ${SECONDS} s (recorded → first attempt)`,
+    );
+    return rows;
+  } finally {
+    receiver.child.kill('SIGTERM');
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await runWebhookBench();

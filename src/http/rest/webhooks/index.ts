@@ -1,0 +1,292 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../../compose.js';
+import { webhooksOf } from '../../../webhooks/index.js';
+import { webhookMetricsFor } from '../../../webhooks/metrics.js';
+import type { RouteModule } from '../../routes.js';
+import { Page, standardErrors } from '../common-schemas.js';
+import { actorOf, authOn } from '../orders/common.js';
+import {
+  AttemptListQuery,
+  AttemptSchema,
+  CreateEndpointBody,
+  DeliveryListQuery,
+  DeliveryParams,
+  DeliverySchema,
+  EndpointListQuery,
+  EndpointParams,
+  EndpointSchema,
+  EndpointWithSecretSchema,
+  errorResponse,
+  EventEnvelopeSchema,
+  EventParams,
+  TestEventBody,
+  UpdateEndpointBody,
+} from './schemas.js';
+
+const BASE = '/api/v2/webhook_endpoints';
+const SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearerAuth: [] }];
+const docs = (summary: string, description: string) => ({
+  tags: ['webhooks'],
+  summary,
+  description,
+  security: SECURITY,
+});
+const notFound = { 404: errorResponse('No endpoint (or delivery, or event) with this id.') };
+
+const page = <T>(p: { data: T[]; hasMore: boolean; nextCursor: string | null }, limit: number) => ({
+  data: p.data,
+  pagination: { has_more: p.hasMore, next_cursor: p.nextCursor, limit },
+});
+
+/**
+ * Webhook endpoints and what happened to their deliveries. Reading needs `users:read`, changing
+ * `users:write` (an endpoint is a setting of the user's account that receives the user's own
+ * records); the owner and admins act on an endpoint, anyone else gets 403.
+ */
+async function registerWebhookApi(app: FastifyInstance, services: Services): Promise<void> {
+  webhookMetricsFor(services).adoptInto(app.metricsRegistry, services.store);
+  const { endpoints, deliveries } = webhooksOf(services);
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const read = authOn(services, 'users:read');
+  const write = authOn(services, 'users:write');
+
+  api.post(
+    BASE,
+    {
+      onRequest: write,
+      schema: {
+        ...docs(
+          'Register a webhook endpoint',
+          'Returns the signing secret once. The URL must be http(s); in production a URL that resolves to a ' +
+            'loopback, private or link-local address is refused (validation_error, code private_address).',
+        ),
+        body: CreateEndpointBody,
+        response: {
+          201: { ...EndpointWithSecretSchema, description: 'The endpoint and its secret (shown only here).' },
+          ...standardErrors,
+          422: errorResponse('Unknown user, or too many endpoints.'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { url, events, user_id } = request.body;
+      const created = await endpoints.create(actorOf(request), { url, events, userId: user_id });
+      reply.code(201).header('location', `${BASE}/${created.id}`);
+      return created;
+    },
+  );
+
+  api.get(
+    BASE,
+    {
+      onRequest: read,
+      schema: {
+        ...docs('List webhook endpoints', "The caller's endpoints, newest first."),
+        querystring: EndpointListQuery,
+        response: { 200: Page(EndpointSchema), ...standardErrors },
+      },
+    },
+    async (request, reply) => {
+      const limit = request.query.limit ?? 20;
+      const p = await endpoints.list(actorOf(request), {
+        ...request.query,
+        userId: request.query.user_id,
+        limit,
+      });
+      reply.header('cache-control', 'no-store');
+      return page(p, limit);
+    },
+  );
+
+  api.get(
+    `${BASE}/:endpoint_id`,
+    {
+      onRequest: read,
+      schema: {
+        ...docs('Retrieve a webhook endpoint', 'The secret is never shown again after creation or rotation.'),
+        params: EndpointParams,
+        response: { 200: EndpointSchema, ...standardErrors, ...notFound },
+      },
+    },
+    async (request) => endpoints.get(actorOf(request), request.params.endpoint_id),
+  );
+
+  api.patch(
+    `${BASE}/:endpoint_id`,
+    {
+      onRequest: write,
+      schema: {
+        ...docs('Update a webhook endpoint', 'Change the URL or the event types, or enable or disable it.'),
+        params: EndpointParams,
+        body: UpdateEndpointBody,
+        response: { 200: EndpointSchema, ...standardErrors, ...notFound },
+      },
+    },
+    async (request) => endpoints.update(actorOf(request), request.params.endpoint_id, request.body),
+  );
+
+  api.delete(
+    `${BASE}/:endpoint_id`,
+    {
+      onRequest: write,
+      schema: {
+        ...docs('Delete a webhook endpoint', 'Its deliveries and attempt records go with it.'),
+        params: EndpointParams,
+        response: { 204: Type.Null({ description: 'No body.' }), ...standardErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      await endpoints.delete(actorOf(request), request.params.endpoint_id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  api.post(
+    `${BASE}/:endpoint_id/rotate_secret`,
+    {
+      onRequest: write,
+      schema: {
+        ...docs(
+          'Rotate the signing secret',
+          'Returns the new secret once. For 24 hours deliveries carry two v1= signatures, one with the new and ' +
+            'one with the old secret, so receivers verify with either.',
+        ),
+        params: EndpointParams,
+        response: { 200: EndpointWithSecretSchema, ...standardErrors, ...notFound },
+      },
+    },
+    async (request) => endpoints.rotateSecret(actorOf(request), request.params.endpoint_id),
+  );
+
+  api.post(
+    `${BASE}/:endpoint_id/test`,
+    {
+      onRequest: write,
+      schema: {
+        ...docs(
+          'Send a test event',
+          'Queues a sample event of the given type (payment.failed, for one) for this endpoint only, through ' +
+            'the usual schedule. Answers with the envelope that will be delivered.',
+        ),
+        params: EndpointParams,
+        body: TestEventBody,
+        response: { 202: EventEnvelopeSchema, ...standardErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      reply.code(202);
+      return endpoints.sendTest(actorOf(request), request.params.endpoint_id, request.body.type);
+    },
+  );
+
+  api.get(
+    `${BASE}/:endpoint_id/deliveries`,
+    {
+      onRequest: read,
+      schema: {
+        ...docs('List deliveries to an endpoint', 'One delivery per event; newest first.'),
+        params: EndpointParams,
+        querystring: DeliveryListQuery,
+        response: { 200: Page(DeliverySchema), ...standardErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const limit = request.query.limit ?? 20;
+      const p = await deliveries.listForEndpoint(actorOf(request), request.params.endpoint_id, {
+        ...request.query,
+        limit,
+      });
+      reply.header('cache-control', 'no-store');
+      return page(p, limit);
+    },
+  );
+
+  api.get(
+    `${BASE}/:endpoint_id/attempts`,
+    {
+      onRequest: read,
+      schema: {
+        ...docs(
+          'List delivery attempts to an endpoint',
+          'Every attempt with its status code, duration, error and response excerpt; newest first.',
+        ),
+        params: EndpointParams,
+        querystring: AttemptListQuery,
+        response: { 200: Page(AttemptSchema), ...standardErrors, ...notFound },
+      },
+    },
+    async (request, reply) => {
+      const limit = request.query.limit ?? 20;
+      const p = await deliveries.attemptsForEndpoint(actorOf(request), request.params.endpoint_id, {
+        ...request.query,
+        limit,
+      });
+      reply.header('cache-control', 'no-store');
+      return page(p, limit);
+    },
+  );
+
+  api.post(
+    `${BASE}/:endpoint_id/deliveries/:delivery_id/resend`,
+    {
+      onRequest: write,
+      schema: {
+        ...docs(
+          'Re-send a delivery',
+          'Schedules a delivered or failed delivery again: a new round of up to five attempts, numbered from 1, ' +
+            'with the same event id. 409 when it is still pending or the endpoint is disabled.',
+        ),
+        params: DeliveryParams,
+        response: {
+          202: DeliverySchema,
+          ...standardErrors,
+          ...notFound,
+          409: errorResponse('Still pending, or the endpoint is disabled (conflict).'),
+        },
+      },
+    },
+    async (request, reply) => {
+      reply.code(202);
+      return deliveries.resend(actorOf(request), request.params.endpoint_id, request.params.delivery_id);
+    },
+  );
+
+  api.get(
+    '/api/v2/events/:event_id',
+    {
+      onRequest: read,
+      schema: {
+        ...docs(
+          'Retrieve an event',
+          'The envelope exactly as it is delivered; the owner of the event or an admin.',
+        ),
+        params: EventParams,
+        response: { 200: EventEnvelopeSchema, ...standardErrors, ...notFound },
+      },
+    },
+    async (request) => deliveries.event(actorOf(request), request.params.event_id),
+  );
+
+  api.get(
+    '/api/v2/events/:event_id/attempts',
+    {
+      onRequest: read,
+      schema: {
+        ...docs('List the delivery attempts of an event', 'To every endpoint it went to, oldest first.'),
+        params: EventParams,
+        response: { 200: Type.Object({ data: Type.Array(AttemptSchema) }), ...standardErrors, ...notFound },
+      },
+    },
+    async (request) => ({
+      data: await deliveries.attemptsForEvent(actorOf(request), request.params.event_id),
+    }),
+  );
+}
+
+export const webhooksRouteModule: RouteModule = {
+  name: 'webhooks',
+  roles: ['api'],
+  register: registerWebhookApi,
+};

@@ -1,0 +1,263 @@
+import { type Actor, isAdmin } from '../domain/actor.js';
+import { iso, unixSeconds } from '../domain/clock.js';
+import { API_VERSION, type CoreDeps } from '../domain/context.js';
+import { DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
+import { newEventId, newId } from '../domain/ids.js';
+import type { Resolver } from './address-policy.js';
+import { type Envelope, envelope, EVENT_TYPES, isEventType } from './event-types.js';
+import { newSigningSecret, ROTATION_OVERLAP_MS } from './signing.js';
+import { testEventData } from './test-events.js';
+import { checkTargetUrl } from './target-url.js';
+import { type EndpointRow, type EndpointView, endpointView } from './views.js';
+
+/** Every type, now and later: the default subscription. */
+export const ALL_EVENTS = '*';
+export const MAX_ENDPOINTS_PER_USER = 20;
+
+export interface EndpointPolicy {
+  /** WEBHOOK_ALLOW_PRIVATE: when false, targets must resolve to public addresses only. */
+  allowPrivate: boolean;
+  resolve?: Resolver;
+}
+
+export interface CreateEndpointInput {
+  url: string;
+  events?: string[] | undefined;
+  /** Whose endpoint; only an admin (or the system) names someone else. Default: the caller. */
+  userId?: string | undefined;
+}
+
+export interface UpdateEndpointInput {
+  url?: string | undefined;
+  events?: string[] | undefined;
+  /** true re-enables an endpoint disabled by a 410 (or by hand); false disables it. */
+  enabled?: boolean | undefined;
+}
+
+export interface Page<T> {
+  data: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/** Subscriptions: `["*"]` for every type, else known types, de-duplicated, in the spec's order. */
+export function checkEventList(events: string[] | undefined): string[] {
+  if (events === undefined || events.length === 0) return [ALL_EVENTS];
+  if (events.includes(ALL_EVENTS)) {
+    if (events.some((e) => e !== ALL_EVENTS)) {
+      throw new DomainError('validation_error', '"*" subscribes to every type and stands alone.', [
+        { field: 'events', message: '"*" must be the only entry', code: 'invalid_enum' },
+      ]);
+    }
+    return [ALL_EVENTS];
+  }
+  const details = events.flatMap((e, i) =>
+    isEventType(e)
+      ? []
+      : [
+          {
+            field: `events[${i}]`,
+            message: `must be one of ${EVENT_TYPES.join(', ')} or *`,
+            code: 'invalid_enum',
+          },
+        ],
+  );
+  if (details.length > 0) throw new DomainError('validation_error', 'Unknown event types.', details);
+  return EVENT_TYPES.filter((t) => events.includes(t));
+}
+
+export const subscribes = (events: readonly string[], type: string): boolean =>
+  events.includes(ALL_EVENTS) || events.includes(type);
+
+/**
+ * Webhook endpoints: the rules of who may register, read and change them. An endpoint belongs to a
+ * user; its owner and admins act on it, anyone else gets 403, an unknown id 404.
+ */
+export class WebhookEndpoints {
+  constructor(
+    private readonly deps: CoreDeps,
+    private readonly policy: EndpointPolicy,
+  ) {}
+
+  async create(actor: Actor, input: CreateEndpointInput): Promise<EndpointView & { secret: string }> {
+    const userId = input.userId ?? actor.id;
+    if (userId !== actor.id && !isAdmin(actor)) {
+      throw forbidden('You may register webhook endpoints only for yourself.');
+    }
+    if (actor.kind !== 'user' && input.userId === undefined) {
+      throw forbidden('Webhook endpoints belong to users; a client acting for itself has none.');
+    }
+    const events = checkEventList(input.events);
+    const url = await checkTargetUrl(input.url, this.policy.allowPrivate, this.policy.resolve);
+    const db = this.deps.store.db;
+    const user = await db
+      .selectFrom('users')
+      .select('id')
+      .where('id', '=', userId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (!user) throw unprocessable('user_id', `No user ${userId}.`, 'unknown_user');
+    const { count } = await db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= MAX_ENDPOINTS_PER_USER) {
+      throw unprocessable(
+        null,
+        `A user may have at most ${MAX_ENDPOINTS_PER_USER} endpoints.`,
+        'too_many_endpoints',
+      );
+    }
+    const now = this.deps.clock.now();
+    const row: EndpointRow = {
+      id: newId('whe', now.getTime()),
+      user_id: userId,
+      url,
+      events: JSON.stringify(events),
+      secret: newSigningSecret(),
+      disabled_at: null,
+      disabled_reason: null,
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      created_at: iso(now),
+      updated_at: iso(now),
+    };
+    await db.insertInto('webhook_endpoints').values(row).execute();
+    return { ...endpointView(row, now), secret: row.secret };
+  }
+
+  async get(actor: Actor, id: string): Promise<EndpointView> {
+    return endpointView(await this.owned(actor, id), this.deps.clock.now());
+  }
+
+  /** The caller's endpoints (an admin may name another user), newest first. */
+  async list(
+    actor: Actor,
+    query: { userId?: string | undefined; limit: number; cursor?: string | undefined },
+  ): Promise<Page<EndpointView>> {
+    const userId = query.userId ?? actor.id;
+    if (userId !== actor.id && !isAdmin(actor)) throw forbidden('You may list only your own endpoints.');
+    const scope = `webhook_endpoints:${userId}`;
+    const after = query.cursor === undefined ? undefined : this.deps.cursors.decode(scope, query.cursor);
+    let q = this.deps.store.db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', userId);
+    if (after) q = q.where('id', '<', after.id);
+    const rows = await q
+      .orderBy('id', 'desc')
+      .limit(query.limit + 1)
+      .execute();
+    const now = this.deps.clock.now();
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    const hasMore = rows.length > query.limit;
+    return {
+      data: page.map((r) => endpointView(r, now)),
+      hasMore,
+      nextCursor:
+        hasMore && last ? this.deps.cursors.encode(scope, { id: last.id, createdAt: last.created_at }) : null,
+    };
+  }
+
+  async update(actor: Actor, id: string, input: UpdateEndpointInput): Promise<EndpointView> {
+    const current = await this.owned(actor, id);
+    const now = this.deps.clock.now();
+    const next: EndpointRow = { ...current, updated_at: iso(now) };
+    if (input.events !== undefined) next.events = JSON.stringify(checkEventList(input.events));
+    if (input.url !== undefined) {
+      next.url = await checkTargetUrl(input.url, this.policy.allowPrivate, this.policy.resolve);
+    }
+    if (input.enabled === true) {
+      next.disabled_at = null;
+      next.disabled_reason = null;
+    } else if (input.enabled === false && current.disabled_at === null) {
+      next.disabled_at = iso(now);
+      next.disabled_reason = 'disabled by its owner';
+    }
+    await this.deps.store.db
+      .updateTable('webhook_endpoints')
+      .set({
+        url: next.url,
+        events: next.events,
+        disabled_at: next.disabled_at,
+        disabled_reason: next.disabled_reason,
+        updated_at: next.updated_at,
+      })
+      .where('id', '=', id)
+      .execute();
+    return endpointView(next, now);
+  }
+
+  /** Removes the endpoint with its deliveries and attempt records. */
+  async delete(actor: Actor, id: string): Promise<void> {
+    await this.owned(actor, id);
+    await this.deps.store.db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+  }
+
+  /**
+   * A new secret, shown once. The old one keeps signing for 24 hours, so deliveries carry two v1
+   * signatures and a receiver can switch secrets at its own pace.
+   */
+  async rotateSecret(actor: Actor, id: string): Promise<EndpointView & { secret: string }> {
+    const current = await this.owned(actor, id);
+    const now = this.deps.clock.now();
+    const next: EndpointRow = {
+      ...current,
+      secret: newSigningSecret(),
+      previous_secret: current.secret,
+      previous_secret_expires_at: iso(new Date(now.getTime() + ROTATION_OVERLAP_MS)),
+      updated_at: iso(now),
+    };
+    await this.deps.store.db
+      .updateTable('webhook_endpoints')
+      .set({
+        secret: next.secret,
+        previous_secret: next.previous_secret,
+        previous_secret_expires_at: next.previous_secret_expires_at,
+        updated_at: next.updated_at,
+      })
+      .where('id', '=', id)
+      .execute();
+    return { ...endpointView(next, now), secret: next.secret };
+  }
+
+  /**
+   * Queues a sample event of `type` for this one endpoint (whatever its subscriptions), through the
+   * same outbox and schedule as real events. Returns the envelope that will be sent.
+   */
+  async sendTest(actor: Actor, id: string, type: string): Promise<Envelope> {
+    if (!isEventType(type)) {
+      throw new DomainError('validation_error', 'Unknown event type.', [
+        { field: 'type', message: `must be one of ${EVENT_TYPES.join(', ')}`, code: 'invalid_enum' },
+      ]);
+    }
+    const endpoint = await this.owned(actor, id);
+    const now = this.deps.clock.now();
+    const event = {
+      id: newEventId(now.getTime()),
+      type,
+      api_version: API_VERSION,
+      owner_id: endpoint.user_id,
+      data: JSON.stringify(testEventData(type, endpoint.user_id, now)),
+      created: unixSeconds(now),
+      created_at: iso(now),
+      dispatched_at: null,
+      target_endpoint_id: endpoint.id,
+    };
+    await this.deps.store.db.insertInto('events').values(event).execute();
+    this.deps.bus.emit({ kind: 'event.recorded', eventId: event.id, type });
+    return envelope(event);
+  }
+
+  /** The endpoint, if the actor may act on it: 404 when unknown, 403 when someone else's. */
+  async owned(actor: Actor, id: string): Promise<EndpointRow> {
+    const row = await this.deps.store.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!row) throw notFound('Webhook endpoint', id);
+    if (row.user_id !== actor.id && !isAdmin(actor))
+      throw forbidden('This webhook endpoint belongs to another user.');
+    return row;
+  }
+}

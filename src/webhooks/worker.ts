@@ -1,0 +1,338 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { DomainBus } from '../events/bus.js';
+import type { Store } from '../store/store.js';
+import type { Resolver } from './address-policy.js';
+import { envelopeBody } from './event-types.js';
+import type { WebhookMetrics } from './metrics.js';
+import { type ClaimedDelivery, type Completion, Outbox } from './outbox.js';
+import { type AttemptResult, backoffAfter, MAX_ATTEMPTS, verdict } from './schedule.js';
+import { WebhookSender } from './sender.js';
+import { signatureHeader, signingSecrets } from './signing.js';
+
+export interface WorkerOptions {
+  store: Store;
+  bus: DomainBus;
+  clock: Clock;
+  logger: Logger;
+  metrics: WebhookMetrics;
+  timeoutMs: number;
+  backoffBaseMs: number;
+  allowPrivate: boolean;
+  resolve?: Resolver;
+  /** Attempts in flight at once in this process. */
+  concurrency?: number;
+  /** Fallback poll for work written by other processes (the CLI, other instances). */
+  pollMs?: number;
+  /** How long finished events and their attempt records are kept. */
+  retentionMs?: number;
+}
+
+export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+const PURGE_EVERY_MS = 60 * 60 * 1000;
+/** Beyond the attempt's own timeout, how long a claim is held before another worker may retry it. */
+const LEASE_MARGIN_MS = 5_000;
+const INTERRUPTED = 'interrupted: the worker stopped before this attempt recorded an outcome';
+
+/**
+ * The delivery worker: fans committed events out to endpoints, claims due deliveries, makes one
+ * signed attempt each, and records every outcome. Woken by `event.recorded` after a commit in this
+ * process, by its own timers for scheduled retries, and by a poll for work from other processes.
+ */
+export class WebhookWorker {
+  readonly outbox: Outbox;
+  private readonly sender: WebhookSender;
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+  private readonly retentionMs: number;
+  private running = false;
+  private busy = false;
+  private again = false;
+  private eventsWaiting = true;
+  private inFlight = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private pending: Completion[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly idle = new Set<() => void>();
+  private unsubscribe: (() => void) | undefined;
+  private lastPurge = 0;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.outbox = new Outbox(options.store);
+    this.sender = new WebhookSender({
+      timeoutMs: options.timeoutMs,
+      allowPrivate: options.allowPrivate,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+    });
+    this.concurrency = options.concurrency ?? 64;
+    this.pollMs = options.pollMs ?? 500;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    if (this.options.store.dialect === 'sqlite') {
+      const released = await this.outbox.releaseAbandonedLeases(this.options.clock.now());
+      if (released > 0) this.options.logger.warn({ released }, 'webhook attempts interrupted by a restart');
+    }
+    this.unsubscribe = this.options.bus.on('event.recorded', () => {
+      this.eventsWaiting = true;
+      this.kick();
+    });
+    this.kick();
+  }
+
+  /** Stops claiming, lets attempts in flight finish and records them. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    while (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) {
+      await new Promise<void>((resolve) => this.idle.add(resolve));
+    }
+    this.sender.close();
+  }
+
+  /** Runs a pass soon; passes never overlap, a request during one runs another after it. */
+  kick(): void {
+    if (!this.running) return;
+    if (this.busy) {
+      this.again = true;
+      return;
+    }
+    this.busy = true;
+    setImmediate(() => void this.pass());
+  }
+
+  private async pass(): Promise<void> {
+    let claimedAll = false;
+    try {
+      do {
+        this.again = false;
+        const now = this.options.clock.now();
+        if (this.eventsWaiting) {
+          this.eventsWaiting = false;
+          const handled = await this.outbox.fanOut(now);
+          if (handled > 0) this.eventsWaiting = true; // a full batch may have left more behind
+        }
+        const room = this.concurrency - this.inFlight;
+        claimedAll = false;
+        if (room > 0 && this.running) {
+          const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
+          const claimed = await this.outbox.claim(now, room, lease);
+          for (const delivery of claimed) this.launch(delivery);
+          claimedAll = claimed.length === room;
+        }
+        if (this.eventsWaiting) this.again = true;
+        if (this.running && now.getTime() - this.lastPurge > PURGE_EVERY_MS) {
+          this.lastPurge = now.getTime();
+          void this.purge(now);
+        }
+      } while (this.again && this.running);
+      if (this.running && !claimedAll) await this.armTimer();
+    } catch (err) {
+      this.options.logger.error({ err }, 'webhook worker pass failed');
+      if (this.running) this.arm(this.pollMs);
+    } finally {
+      this.busy = false;
+      if (this.again && this.running) this.kick();
+      this.notifyIdle();
+    }
+  }
+
+  /** Sleeps until the next due delivery, at most one poll interval. */
+  private async armTimer(): Promise<void> {
+    const next = await this.outbox.nextDueAt();
+    const now = this.options.clock.now().getTime();
+    const wait = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(0, next.getTime() - now));
+    this.arm(wait);
+  }
+
+  private arm(waitMs: number): void {
+    const at = Date.now() + waitMs;
+    if (this.timer && this.timerAt <= at) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.eventsWaiting = true;
+      this.kick();
+    }, waitMs);
+  }
+
+  private launch(delivery: ClaimedDelivery): void {
+    this.inFlight += 1;
+    void this.attempt(delivery)
+      .then((completion) => this.record(completion))
+      .catch((err: unknown) =>
+        this.options.logger.error({ err, delivery: delivery.id }, 'webhook attempt failed'),
+      )
+      .finally(() => {
+        this.inFlight -= 1;
+        this.kick();
+        this.notifyIdle();
+      });
+  }
+
+  /** One attempt of one delivery, turned into what must be written. */
+  private async attempt(delivery: ClaimedDelivery): Promise<Completion> {
+    const { metrics, clock } = this.options;
+    const records: Completion['records'] = [];
+    let attempt = delivery.attempt;
+    if (delivery.interrupted) {
+      // The previous claim's attempt has no outcome: its worker died. It stays counted (the sequence
+      // never starts over) and is recorded as interrupted; the receiver may have seen it, which is
+      // why receivers deduplicate on the event id.
+      records.push({
+        attempt: attempt - 1,
+        statusCode: null,
+        durationMs: 0,
+        error: INTERRUPTED,
+        responseExcerpt: null,
+        at: clock.now(),
+      });
+      metrics.failures.inc({ reason: 'interrupted' });
+      if (attempt - 1 >= MAX_ATTEMPTS) {
+        metrics.deliveries.inc({ outcome: 'failed' });
+        return this.final(delivery, records, 'failed', attempt - 1, null, INTERRUPTED);
+      }
+    }
+    if (delivery.endpoint.disabled_at !== null) {
+      attempt -= 1; // nothing is sent: no attempt is used
+      metrics.deliveries.inc({ outcome: 'failed' });
+      return this.final(delivery, records, 'failed', attempt, null, 'the endpoint is disabled');
+    }
+    if (attempt === 1 && delivery.round === 1) {
+      metrics.lag.observe(Math.max(0, clock.now().getTime() - Date.parse(delivery.event.created_at)) / 1000);
+    }
+    const body = envelopeBody(delivery.event);
+    const started = clock.now();
+    const timestamp = Math.floor(started.getTime() / 1000);
+    const outcome = await this.sender.send({
+      url: delivery.endpoint.url,
+      body,
+      headers: {
+        'x-webhook-signature': signatureHeader(signingSecrets(delivery.endpoint, started), timestamp, body),
+        'x-webhook-attempt': String(attempt),
+        'x-webhook-id': delivery.event.id,
+      },
+    });
+    metrics.duration.observe(outcome.durationMs / 1000);
+    const result = outcome.result;
+    const statusCode = result.kind === 'response' ? result.status : null;
+    const error = describe(result);
+    records.push({
+      attempt,
+      statusCode,
+      durationMs: outcome.durationMs,
+      error,
+      responseExcerpt: outcome.excerpt,
+      at: started,
+    });
+    const v = verdict(result, attempt);
+    if (v === 'delivered') {
+      metrics.attempts.inc({ result: 'delivered' });
+      metrics.deliveries.inc({ outcome: 'delivered' });
+      return this.final(delivery, records, 'delivered', attempt, statusCode, null);
+    }
+    metrics.failures.inc({ reason: reasonOf(result) });
+    if (v === 'retry') {
+      metrics.attempts.inc({ result: 'retry' });
+      const next = new Date(clock.now().getTime() + backoffAfter(attempt, this.options.backoffBaseMs));
+      return {
+        delivery,
+        records,
+        status: 'pending',
+        attemptCount: attempt,
+        nextAttemptAt: next,
+        lastStatusCode: statusCode,
+        lastError: error,
+        disableEndpoint: null,
+      };
+    }
+    metrics.attempts.inc({ result: 'failed' });
+    metrics.deliveries.inc({ outcome: 'failed' });
+    const completion = this.final(delivery, records, 'failed', attempt, statusCode, error);
+    if (v === 'failed_and_disable') {
+      completion.disableEndpoint = 'the endpoint answered 410 Gone';
+    }
+    return completion;
+  }
+
+  private final(
+    delivery: ClaimedDelivery,
+    records: Completion['records'],
+    status: 'delivered' | 'failed',
+    attemptCount: number,
+    lastStatusCode: number | null,
+    lastError: string | null,
+  ): Completion {
+    return {
+      delivery,
+      records,
+      status,
+      attemptCount,
+      nextAttemptAt: null,
+      lastStatusCode,
+      lastError,
+      disableEndpoint: null,
+    };
+  }
+
+  /** Outcomes are written in batches: whatever finished while the last write ran goes in the next. */
+  private async record(completion: Completion): Promise<void> {
+    this.pending.push(completion);
+    if (completion.nextAttemptAt) this.arm(Math.max(0, completion.nextAttemptAt.getTime() - Date.now()));
+    while (this.flushing) await this.flushing;
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    this.flushing = this.outbox.complete(batch, this.options.clock.now()).finally(() => {
+      this.flushing = undefined;
+      this.notifyIdle();
+    });
+    await this.flushing;
+  }
+
+  private async purge(now: Date): Promise<void> {
+    try {
+      const cutoff = new Date(now.getTime() - this.retentionMs);
+      let purged = 0;
+      for (let n = await this.outbox.purge(cutoff); n > 0; n = await this.outbox.purge(cutoff)) {
+        purged += n;
+        if (!this.running) break;
+      }
+      if (purged > 0) this.options.logger.info({ purged }, 'purged finished webhook events');
+    } catch (err) {
+      this.options.logger.warn({ err }, 'webhook event purge failed');
+    }
+  }
+
+  private notifyIdle(): void {
+    if (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) return;
+    for (const resolve of this.idle) resolve();
+    this.idle.clear();
+  }
+}
+
+function describe(result: AttemptResult): string | null {
+  switch (result.kind) {
+    case 'response':
+      return result.status < 400 ? null : `HTTP ${result.status}`;
+    case 'timeout':
+      return 'timeout: no complete response within WEBHOOK_TIMEOUT_MS';
+    case 'connection':
+      return `connection error: ${result.message}`;
+    case 'refused':
+      return `refused: ${result.message}`;
+  }
+}
+
+function reasonOf(result: AttemptResult): string {
+  if (result.kind === 'response') return result.status >= 500 ? 'http_5xx' : 'http_4xx';
+  return result.kind;
+}

@@ -1,0 +1,295 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
+import { api, createEndpoint, gaps, Receiver, verifyWithStripe } from './support.js';
+
+/**
+ * Delivery over a real socket to a real receiver that verifies with Stripe's library: envelope,
+ * headers, signatures, and every retry rule with exact attempt counts and gaps.
+ */
+const BASE_MS = 50;
+const TIMEOUT_MS = 400;
+/** Gaps are measured at the receiver; a loaded machine adds latency, never removes it. */
+const SLACK_MS = 150;
+
+let atrium: TestAtrium;
+let receiver: Receiver;
+let catalogue: Catalogue;
+
+beforeAll(async () => {
+  atrium = await startTestAtrium(
+    { WEBHOOK_BACKOFF_BASE_MS: String(BASE_MS), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) },
+    ['api', 'auth', 'worker'],
+  );
+  receiver = await new Receiver().start();
+  catalogue = await makeCatalogue(atrium);
+});
+
+afterAll(async () => {
+  await atrium?.stop();
+  await receiver?.stop();
+});
+
+/** A fresh user with one endpoint at `path`, and a way to make that user's events. */
+async function subscriber(path: string, events?: string[]) {
+  const who = await atrium.caller();
+  const endpoint = await createEndpoint(atrium, who.headers, {
+    url: receiver.url(path),
+    ...(events ? { events } : {}),
+  });
+  const order = async () => {
+    const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+    expect(res.status).toBe(201);
+    return res.body as { id: string };
+  };
+  return { who, endpoint, order };
+}
+
+function expectSchedule(path: string, attempts: number) {
+  const got = receiver.at(path);
+  expect(got.map((r) => r.attempt)).toEqual(Array.from({ length: attempts }, (_, i) => i + 1));
+  const expected = Array.from({ length: attempts - 1 }, (_, i) => BASE_MS * 2 ** i);
+  const measured = gaps(got);
+  measured.forEach((gap, i) => {
+    expect(gap).toBeGreaterThanOrEqual(expected[i]! - 5);
+    expect(gap).toBeLessThan(expected[i]! + SLACK_MS);
+  });
+  return got;
+}
+
+async function deliveryOf(endpointId: string, headers: Record<string, string>) {
+  const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/deliveries`, headers);
+  expect(res.status).toBe(200);
+  return (res.body as { data: Array<Record<string, unknown>> }).data;
+}
+
+describe('a delivered event', () => {
+  it('arrives once, signed, with the spec envelope and headers, verifiable by Stripe', async () => {
+    const { who, endpoint, order } = await subscriber('/ok');
+    expect(endpoint.secret).toMatch(/^whsec_/);
+    const created = await order();
+    await receiver.until((all) => all.some((r) => r.path === '/ok'));
+    const [got] = receiver.at('/ok');
+    expect(got!.headers['content-type']).toBe('application/json');
+    expect(got!.attempt).toBe(1);
+    expect(got!.headers['x-webhook-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    const event = verifyWithStripe(got!, endpoint.secret);
+    const body = JSON.parse(got!.raw) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['api_version', 'created', 'data', 'id', 'type']);
+    expect(body.id).toMatch(/^evt_[0-9a-f]+$/);
+    expect(event.id).toBe(body.id);
+    expect(body.type).toBe('order.created');
+    expect(body.api_version).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(Number.isInteger(body.created)).toBe(true);
+    expect(Math.abs((body.created as number) - Date.now() / 1000)).toBeLessThan(60);
+    expect((body.data as { id: string }).id).toBe(created.id);
+    // The signed timestamp is the sending time, within Stripe's 300 s tolerance by construction.
+    expect(() => verifyWithStripe(got!, 'whsec_wrong')).toThrow();
+
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.at('/ok')).toHaveLength(1);
+    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
+    const attempts = await api(
+      atrium,
+      'GET',
+      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
+      who.headers,
+    );
+    expect((attempts.body as { data: unknown[] }).data).toMatchObject([
+      { attempt: 1, status_code: 200, error: null, response_excerpt: 'status 200', event_id: body.id },
+    ]);
+    const perEvent = await api(atrium, 'GET', `/api/v2/events/${String(body.id)}/attempts`, who.headers);
+    expect(perEvent.status).toBe(200);
+    expect((perEvent.body as { data: unknown[] }).data).toHaveLength(1);
+    const envelope = await api(atrium, 'GET', `/api/v2/events/${String(body.id)}`, who.headers);
+    expect(envelope.body).toEqual(body);
+  });
+});
+
+describe('retry rules', () => {
+  const retryable = [500, 503, 408, 429];
+  it.each(retryable)(
+    '%i is retried: exactly 5 attempts at 0, 1, 3, 7, 15 units, then failed',
+    async (status) => {
+      const path = `/always/${status}`;
+      receiver.responder = (r) =>
+        r.path.startsWith('/always/') ? { status: Number(r.path.split('/')[2]) } : pass(r);
+      const { who, endpoint, order } = await subscriber(path);
+      await order();
+      await receiver.until(() => receiver.at(path).length >= 5);
+      await new Promise((r) => setTimeout(r, BASE_MS * 20));
+      const got = expectSchedule(path, 5);
+      expect(new Set(got.map((r) => r.eventId)).size).toBe(1);
+      for (const r of got) verifyWithStripe(r, endpoint.secret);
+      const [delivery] = await deliveryOf(endpoint.id, who.headers);
+      expect(delivery).toMatchObject({ status: 'failed', attempt_count: 5, last_status_code: status });
+      const attempts = await api(
+        atrium,
+        'GET',
+        `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
+        who.headers,
+      );
+      const rows = (attempts.body as { data: Array<{ attempt: number; status_code: number }> }).data;
+      expect(rows.map((a) => a.attempt)).toEqual([5, 4, 3, 2, 1]);
+      expect(rows.every((a) => a.status_code === status)).toBe(true);
+    },
+  );
+
+  it.each([400, 401, 403, 404, 409, 422])('%i fails at once: one attempt, no retry', async (status) => {
+    const path = `/always/${status}`;
+    receiver.responder = (r) =>
+      r.path.startsWith('/always/') ? { status: Number(r.path.split('/')[2]) } : pass(r);
+    const { who, endpoint, order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 1);
+    await new Promise((r) => setTimeout(r, BASE_MS * 6));
+    expect(receiver.at(path).map((r) => r.attempt)).toEqual([1]);
+    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    expect(delivery).toMatchObject({ status: 'failed', attempt_count: 1, last_status_code: status });
+    const ep = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpoint.id}`, who.headers);
+    expect(ep.body).toMatchObject({ status: 'enabled' });
+  });
+
+  it('a success after failures stops the schedule: 500, 502, then 204 is three attempts, delivered', async () => {
+    const path = '/flaky';
+    receiver.responder = (r, nth) =>
+      r.path === path ? { status: [500, 502, 204][nth - 1] ?? 200 } : pass(r);
+    const { who, endpoint, order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 3);
+    await new Promise((r) => setTimeout(r, BASE_MS * 12));
+    expectSchedule(path, 3);
+    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 3, last_status_code: 204 });
+  });
+
+  it('a redirect is not followed and, being below 400, counts as delivered', async () => {
+    const path = '/redirect';
+    receiver.responder = (r) => (r.path === path ? { status: 302 } : pass(r));
+    const { order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 1);
+    await new Promise((r) => setTimeout(r, BASE_MS * 4));
+    expect(receiver.at(path)).toHaveLength(1);
+  });
+
+  it('a timeout is retried: the attempt is abandoned after WEBHOOK_TIMEOUT_MS', async () => {
+    const path = '/slow';
+    receiver.responder = (r, nth) =>
+      r.path === path ? (nth === 1 ? { status: 200, delayMs: 2_000 } : { status: 200 }) : pass(r);
+    const { who, endpoint, order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 2, 5_000);
+    const got = receiver.at(path);
+    expect(got.map((r) => r.attempt)).toEqual([1, 2]);
+    const gap = got[1]!.at - got[0]!.at;
+    expect(gap).toBeGreaterThanOrEqual(TIMEOUT_MS + BASE_MS - 5);
+    expect(gap).toBeLessThan(TIMEOUT_MS + BASE_MS + SLACK_MS);
+    await new Promise((r) => setTimeout(r, 100));
+    const attempts = await api(
+      atrium,
+      'GET',
+      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
+      who.headers,
+    );
+    const rows = (
+      attempts.body as { data: Array<{ attempt: number; status_code: number | null; error: string }> }
+    ).data;
+    expect(rows[1]).toMatchObject({ attempt: 1, status_code: null });
+    expect(rows[1]!.error).toMatch(/^timeout/);
+    expect(rows[0]).toMatchObject({ attempt: 2, status_code: 200 });
+  });
+
+  it('a connection error is retried five times, each recorded', async () => {
+    const closed = new Receiver();
+    await closed.start();
+    const url = closed.url('/gone');
+    await closed.stop();
+    const who = await atrium.caller();
+    const endpoint = await createEndpoint(atrium, who.headers, { url });
+    await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+    const deadline = Date.now() + 5_000;
+    let delivery: Record<string, unknown> | undefined;
+    while (Date.now() < deadline) {
+      [delivery] = await deliveryOf(endpoint.id, who.headers);
+      if (delivery?.status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(delivery).toMatchObject({ status: 'failed', attempt_count: 5, last_status_code: null });
+    const attempts = await api(
+      atrium,
+      'GET',
+      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
+      who.headers,
+    );
+    const rows = (attempts.body as { data: Array<{ error: string; created_at: string }> }).data.reverse();
+    expect(rows).toHaveLength(5);
+    for (const row of rows) expect(row.error).toMatch(/^connection error: ECONNREFUSED/);
+    const started = rows.map((r) => Date.parse(r.created_at));
+    started.slice(1).forEach((t, i) => {
+      expect(t - started[i]!).toBeGreaterThanOrEqual(BASE_MS * 2 ** i - 5);
+      expect(t - started[i]!).toBeLessThan(BASE_MS * 2 ** i + SLACK_MS);
+    });
+  });
+
+  it('410 fails at once and disables the endpoint; later events are not sent to it', async () => {
+    const path = '/gone410';
+    receiver.responder = (r) => (r.path === path ? { status: 410 } : pass(r));
+    const { who, endpoint, order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 1);
+    await new Promise((r) => setTimeout(r, BASE_MS * 6));
+    const ep = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpoint.id}`, who.headers);
+    expect(ep.body).toMatchObject({ status: 'disabled' });
+    expect(String((ep.body as { disabled_reason: string }).disabled_reason)).toMatch(/410/);
+    await order();
+    await new Promise((r) => setTimeout(r, BASE_MS * 8));
+    expect(receiver.at(path).map((r) => r.attempt)).toEqual([1]);
+    const deliveries = await deliveryOf(endpoint.id, who.headers);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({ status: 'failed', last_status_code: 410 });
+    // Re-sending needs the endpoint enabled again.
+    const resend = await api(
+      atrium,
+      'POST',
+      `/api/v2/webhook_endpoints/${endpoint.id}/deliveries/${String(deliveries[0]!.id)}/resend`,
+      who.headers,
+    );
+    expect(resend.status).toBe(409);
+  });
+});
+
+describe('manual re-send', () => {
+  it('schedules a failed delivery again as a new round with attempts from 1, same event id', async () => {
+    const path = '/resend';
+    let accept = false;
+    receiver.responder = (r) => (r.path === path ? { status: accept ? 200 : 400 } : pass(r));
+    const { who, endpoint, order } = await subscriber(path);
+    await order();
+    await receiver.until(() => receiver.at(path).length >= 1);
+    await new Promise((r) => setTimeout(r, 100));
+    const [failed] = await deliveryOf(endpoint.id, who.headers);
+    expect(failed).toMatchObject({ status: 'failed', round: 1 });
+    accept = true;
+    const url = `/api/v2/webhook_endpoints/${endpoint.id}/deliveries/${String(failed!.id)}/resend`;
+    const res = await api(atrium, 'POST', url, who.headers);
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ status: 'pending', round: 2, attempt_count: 0 });
+    await receiver.until(() => receiver.at(path).length >= 2);
+    const got = receiver.at(path);
+    expect(got.map((r) => r.attempt)).toEqual([1, 1]);
+    expect(got[1]!.eventId).toBe(got[0]!.eventId);
+    await new Promise((r) => setTimeout(r, 100));
+    const [delivered] = await deliveryOf(endpoint.id, who.headers);
+    expect(delivered).toMatchObject({ status: 'delivered', round: 2, attempt_count: 1 });
+    const pending = await api(atrium, 'POST', url.replace(String(failed!.id), 'dlv_unknown'), who.headers);
+    expect(pending.status).toBe(404);
+  });
+});
+
+/** Paths other tests own answer 200, so their deliveries finish quietly. */
+function pass(r: { path: string }) {
+  void r;
+  return { status: 200 };
+}

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { allowedAddresses, isNonPublicAddress } from '../../src/webhooks/address-policy.js';
+import { envelopeBody } from '../../src/webhooks/event-types.js';
+import { backoffAfter, verdict } from '../../src/webhooks/schedule.js';
+import { signatureHeader, signatureOf, signingSecrets } from '../../src/webhooks/signing.js';
+import { newEventId } from '../../src/domain/ids.js';
+import { createHmac } from 'node:crypto';
+
+describe('retry rules', () => {
+  it('waits base × 2^(n-1): attempts at 0, 1, 3, 7, 15 units', () => {
+    const starts = [0];
+    for (let n = 1; n < 5; n++) starts.push(starts[n - 1]! + backoffAfter(n, 1000));
+    expect(starts).toEqual([0, 1000, 3000, 7000, 15000]);
+  });
+
+  it.each([
+    [200, 1, 'delivered'],
+    [204, 3, 'delivered'],
+    [302, 1, 'delivered'],
+    [399, 1, 'delivered'],
+    [400, 1, 'failed'],
+    [401, 1, 'failed'],
+    [404, 2, 'failed'],
+    [499, 1, 'failed'],
+    [410, 1, 'failed_and_disable'],
+    [408, 1, 'retry'],
+    [429, 4, 'retry'],
+    [500, 1, 'retry'],
+    [503, 4, 'retry'],
+    [599, 2, 'retry'],
+    [500, 5, 'failed'],
+    [429, 5, 'failed'],
+  ])('status %i on attempt %i is %s', (status, attempt, expected) => {
+    expect(verdict({ kind: 'response', status }, attempt)).toBe(expected);
+  });
+
+  it('timeouts and connection errors retry until the fifth attempt; a refused address never does', () => {
+    expect(verdict({ kind: 'timeout' }, 1)).toBe('retry');
+    expect(verdict({ kind: 'timeout' }, 5)).toBe('failed');
+    expect(verdict({ kind: 'connection', message: 'ECONNRESET' }, 4)).toBe('retry');
+    expect(verdict({ kind: 'connection', message: 'ECONNRESET' }, 5)).toBe('failed');
+    expect(verdict({ kind: 'refused', message: 'private' }, 1)).toBe('failed');
+  });
+});
+
+describe('signatures', () => {
+  it('is HMAC-SHA256 of "<t>.<raw body>" in hex', () => {
+    const expected = createHmac('sha256', 'whsec_k').update('1700000000.{"a":1}').digest('hex');
+    expect(signatureOf('whsec_k', 1700000000, '{"a":1}')).toBe(expected);
+    expect(signatureHeader(['whsec_k'], 1700000000, '{"a":1}')).toBe(`t=1700000000,v1=${expected}`);
+  });
+
+  it('signs with the previous secret only inside its overlap', () => {
+    const now = new Date('2026-11-23T12:00:00.000Z');
+    const endpoint = {
+      secret: 'new',
+      previous_secret: 'old',
+      previous_secret_expires_at: '2026-11-24T11:00:00.000Z',
+    };
+    expect(signingSecrets(endpoint, now)).toEqual(['new', 'old']);
+    expect(
+      signingSecrets({ ...endpoint, previous_secret_expires_at: '2026-11-23T11:59:59.999Z' }, now),
+    ).toEqual(['new']);
+    expect(
+      signingSecrets({ ...endpoint, previous_secret: null, previous_secret_expires_at: null }, now),
+    ).toEqual(['new']);
+  });
+});
+
+describe('envelope', () => {
+  it('has exactly id, type, created, data, api_version, with the stored data bytes', () => {
+    const id = newEventId(Date.UTC(2026, 10, 23));
+    expect(id).toMatch(/^evt_[0-9a-f]{32}$/);
+    const body = envelopeBody({
+      id,
+      type: 'order.created',
+      created: 1700000000,
+      data: '{"x":"é"}',
+      api_version: '2026-11-01',
+    });
+    expect(JSON.parse(body)).toEqual({
+      id,
+      type: 'order.created',
+      created: 1700000000,
+      data: { x: 'é' },
+      api_version: '2026-11-01',
+    });
+  });
+
+  it('event ids sort by time', () => {
+    expect(newEventId(1000) < newEventId(2000)).toBe(true);
+  });
+});
+
+describe('the SSRF address rule', () => {
+  it.each([
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.31.255.255',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd12:3456::1',
+    '::ffff:127.0.0.1',
+    '::ffff:192.168.1.1',
+    '64:ff9b::7f00:1',
+    'not-an-address',
+  ])('%s is not public', (address) => {
+    expect(isNonPublicAddress(address)).toBe(true);
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])(
+    '%s is public',
+    (address) => {
+      expect(isNonPublicAddress(address)).toBe(false);
+    },
+  );
+
+  it('refuses a name when any of its addresses is private, and allows everything when private targets are allowed', async () => {
+    const resolve = async () => [
+      { address: '93.184.216.34', family: 4 },
+      { address: '10.0.0.1', family: 4 },
+    ];
+    await expect(allowedAddresses('mixed.test', false, resolve)).rejects.toThrow(/10\.0\.0\.1/);
+    await expect(allowedAddresses('mixed.test', true, resolve)).resolves.toHaveLength(2);
+  });
+});
