@@ -8,12 +8,12 @@ import type { RouteModule } from '../http/routes.js';
 export const sharedStateMetricsModule: RouteModule = {
   name: 'shared-state-metrics',
   roles: ['api', 'auth', 'grpc', 'worker'],
-  register(app, services) {
+  register(_app, services) {
     const health = services.sharedHealth;
     new Gauge({
       name: 'atrium_redis_up',
       help: 'Whether the Redis connection is ready (1) or not (0); absent without REDIS_URL',
-      registers: [app.metricsRegistry],
+      registers: [services.metrics],
       collect() {
         if (health.configured) this.set(health.up ? 1 : 0);
       },
@@ -22,7 +22,7 @@ export const sharedStateMetricsModule: RouteModule = {
       name: 'atrium_shared_state_degraded_total',
       help: 'Requests served without Redis, by component (rate_limiter: not limited)',
       labelNames: ['component'],
-      registers: [app.metricsRegistry],
+      registers: [services.metrics],
       collect() {
         this.reset();
         for (const [component, n] of health.degradedCounts()) this.inc({ component }, n);
