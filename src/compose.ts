@@ -18,6 +18,7 @@ import { rateLimitStep } from './http/rate-limit.js';
 import { invalidateUsersOnChange } from './http/rest/users/cache.js';
 import { ROUTE_MODULES } from './http/routes.js';
 import { createLogger } from './observability/logger.js';
+import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
@@ -47,6 +48,8 @@ export interface Services {
   /** Shared through Redis when it is configured, in this process otherwise. */
   limiter: SlidingWindowLimiter;
   cache: Cache;
+  /** Messages to every instance (GraphQL subscriptions): Redis pub/sub or this process. */
+  broadcast: Broadcast;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
@@ -108,6 +111,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
     services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
     authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
+    services.onClose.push(() => services.broadcast.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;
   } catch (err) {

@@ -1,6 +1,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { Services } from '../compose.js';
 import { createLoaders, type Loaders } from './loaders.js';
+import type { CommentFeed } from './subscriptions/comment-feed.js';
 
 /**
  * What every resolver receives, whatever the transport (POST, GET, WebSocket, SSE). Built once per
@@ -15,6 +16,16 @@ export interface GraphQLContext {
   requestId: string;
   /** Aborted when the client goes away or the deadline passes. */
   signal?: AbortSignal | undefined;
+  /** What the complexity budget counts against: the caller's identity, or `anon:<address>`. */
+  budgetKey: string;
+  /** Live comments for `Subscription.commentAdded`; absent where no subscriptions are served. */
+  commentFeed?: CommentFeed | undefined;
+}
+
+export interface ContextExtras {
+  /** The caller's network address, for anonymous budgets. */
+  address?: string | undefined;
+  commentFeed?: CommentFeed | undefined;
 }
 
 export function createContext(
@@ -22,6 +33,15 @@ export function createContext(
   principal: Principal | null,
   requestId: string,
   signal?: AbortSignal,
+  extras: ContextExtras = {},
 ): GraphQLContext {
-  return { services, principal, loaders: createLoaders(services, principal), requestId, signal };
+  return {
+    services,
+    principal,
+    loaders: createLoaders(services, principal),
+    requestId,
+    signal,
+    budgetKey: principal ? principal.rateLimitKey : `anon:${extras.address ?? 'unknown'}`,
+    commentFeed: extras.commentFeed,
+  };
 }

@@ -1,48 +1,54 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createYoga } from 'graphql-yoga';
+import type { FastifyInstance } from 'fastify';
 import type { Services } from '../compose.js';
-import { headerValue } from '../http/auth.js';
 import type { RouteModule } from '../http/routes.js';
-import { createContext, type GraphQLContext } from './context.js';
+import { createPersistedQueries } from './pipeline/persisted.js';
+import { createPipeline, type HttpServerContext } from './pipeline/pipeline.js';
 import { buildAtriumSchema } from './schema.js';
-
-interface ServerContext {
-  req: FastifyRequest;
-  reply: FastifyReply;
-}
+import { CommentFeed } from './subscriptions/comment-feed.js';
+import { registerSse } from './transports/sse.js';
+import { attachWebSocket } from './transports/websocket.js';
 
 /**
- * Mounts GraphQL at /graphql. Skeleton: POST and GET through Yoga with the shared Authenticator.
- * The pipeline work replaces this with one pipeline every transport (POST, GET, WebSocket, SSE)
- * calls: limits, persisted queries, budgets and subscriptions.
+ * GraphQL at /graphql: POST and GET through Yoga, graphql-ws on the same path, graphql-sse at
+ * /graphql/stream. All four call the one pipeline (src/graphql/pipeline): authenticate, persisted
+ * query, parse (cached), validate with the limits, budget, context, execute or subscribe.
  */
 async function registerGraphQL(app: FastifyInstance, services: Services): Promise<void> {
   const schema = buildAtriumSchema();
-  const yoga = createYoga<ServerContext, GraphQLContext>({
-    schema,
-    graphqlEndpoint: '/graphql',
-    graphiql: false,
-    logging: false,
-    context: async ({ req }) => {
-      const principal = await services.authenticator.authenticate({
-        authorization: headerValue(req, 'authorization'),
-        apiKey: headerValue(req, 'x-api-key'),
-      });
-      return createContext(services, principal, req.id);
-    },
+  const persisted = await createPersistedQueries(services.store, services.clock, {
+    file: services.config.persistedQueriesFile,
+    registration: services.config.nodeEnv !== 'production',
   });
+  const commentFeed = new CommentFeed(services);
+  await commentFeed.start();
+  const pipeline = createPipeline(services, schema, persisted, commentFeed);
 
-  app.route({
-    url: '/graphql',
-    method: ['GET', 'POST', 'OPTIONS'],
-    schema: { hide: true },
-    handler: async (req, reply) => {
-      const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
-      response.headers.forEach((value, key) => void reply.header(key, value));
-      reply.status(response.status);
-      reply.send(response.body);
-      return reply;
-    },
+  await app.register(async (scope) => {
+    // Yoga and graphql-sse read the body themselves (JSON, GraphQL errors for bad JSON); the
+    // scope only collects it, so the body limit (413) still applies.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+    scope.route({
+      url: '/graphql',
+      method: ['GET', 'POST', 'OPTIONS'],
+      schema: { hide: true },
+      handler: async (req, reply) => {
+        const context: HttpServerContext = { req, reply };
+        const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
+        response.headers.forEach((value, key) => void reply.header(key, value));
+        reply.status(response.status);
+        reply.send(response.body);
+        return reply;
+      },
+    });
+    const sse = registerSse(scope, services, pipeline);
+    const ws = attachWebSocket(app, services, pipeline);
+    // Before the server stops accepting: open sockets and streams would otherwise hold it open.
+    app.addHook('preClose', async () => {
+      await commentFeed.close();
+      await Promise.all([ws.close(), sse.close()]);
+    });
   });
 }
 

@@ -1,5 +1,5 @@
 import type { RateDecision, SlidingWindowLimiter } from './rate-limiter.js';
-import { toDecision, windowMs } from './window.js';
+import { checkCost, toDecision, windowMs } from './window.js';
 
 interface Log {
   /** Request times in ms, ascending; entries before `head` have already left the window. */
@@ -18,19 +18,25 @@ export class MemorySlidingWindowLimiter implements SlidingWindowLimiter {
 
   constructor(private readonly nowMs: () => number = Date.now) {}
 
-  async hit(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
-    return this.decide(key, limit, windowSeconds, true);
+  async hit(key: string, limit: number, windowSeconds: number, cost = 1): Promise<RateDecision> {
+    return this.decide(key, limit, windowSeconds, checkCost(cost), true);
   }
 
   async peek(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
-    return this.decide(key, limit, windowSeconds, false);
+    return this.decide(key, limit, windowSeconds, 1, false);
   }
 
   async reset(key: string): Promise<void> {
     this.logs.delete(key);
   }
 
-  private decide(key: string, limit: number, windowSeconds: number, count: boolean): RateDecision {
+  private decide(
+    key: string,
+    limit: number,
+    windowSeconds: number,
+    cost: number,
+    count: boolean,
+  ): RateDecision {
     const span = windowMs(limit, windowSeconds);
     if (++this.operations % SWEEP_EVERY === 0) this.sweep();
     let log = this.logs.get(key);
@@ -39,17 +45,18 @@ export class MemorySlidingWindowLimiter implements SlidingWindowLimiter {
     const now = Math.max(this.nowMs(), last);
     if (log) prune(log, now - span);
     const inWindow = log ? log.times.length - log.head : 0;
-    const allowed = inWindow < limit;
+    const allowed = inWindow + cost <= limit;
     if (allowed && count) {
       if (!log) this.logs.set(key, (log = { times: [], head: 0, windowMs: span }));
       log.windowMs = span;
-      log.times.push(now);
+      // A request of `cost` points is `cost` entries of the same time: pruning stays exact.
+      for (let i = 0; i < cost; i++) log.times.push(now);
     }
     const oldest = log && log.times.length > log.head ? log.times[log.head]! : now;
     return toDecision({
       allowed,
       limit,
-      counted: allowed ? inWindow + 1 : inWindow,
+      counted: allowed ? inWindow + cost : inWindow,
       oldestMs: oldest,
       nowMs: now,
       windowMs: span,

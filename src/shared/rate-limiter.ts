@@ -14,8 +14,12 @@ export interface RateDecision {
 }
 
 export interface SlidingWindowLimiter {
-  /** Counts one request for `key` if it fits under `limit`; refused requests are not counted. */
-  hit(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
+  /**
+   * Counts one request for `key` if it fits under `limit`; refused requests are not counted. With
+   * `cost` (a whole number, default 1) the request counts that many points, and fits only if all of
+   * them do: the GraphQL complexity budget spends a query's points this way.
+   */
+  hit(key: string, limit: number, windowSeconds: number, cost?: number): Promise<RateDecision>;
   /** The decision a hit would get now, without counting anything. */
   peek(key: string, limit: number, windowSeconds: number): Promise<RateDecision>;
   /** Forgets every request counted for `key` (for example after a successful login). */

@@ -40,3 +40,11 @@ export function toDecision(s: WindowState): RateDecision {
     retryAfter: Math.max(1, Math.ceil((leavesAtMs - s.nowMs) / 1000)),
   };
 }
+
+/** A request's weight in points: a positive safe integer, or the call is refused loudly. */
+export function checkCost(cost: number): number {
+  if (!Number.isSafeInteger(cost) || cost < 1) {
+    throw new RangeError(`rate-limit cost must be a positive safe integer, got ${cost}`);
+  }
+  return cost;
+}

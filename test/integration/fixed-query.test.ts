@@ -39,14 +39,18 @@ describe('fixedQuery (compiled once, run with new values)', () => {
   });
 
   it('runs inside the transaction it is given and sees its uncommitted rows', async () => {
-    await store.db
-      .transaction()
-      .execute(async (trx) => {
+    // The rows are read inside the transaction and checked outside it, where a failed expectation
+    // cannot be mistaken for the deliberate rollback.
+    const rollback = new Error('roll back');
+    let seen: unknown;
+    await expect(
+      store.db.transaction().execute(async (trx) => {
         await trx.insertInto('organizations').values(org('org_c')).execute();
-        expect(await byIdAndName(trx, store.dialect, 'org_c', 'Org org_c')).toHaveLength(1);
-        throw new Error('roll back');
-      })
-      .catch(() => undefined);
+        seen = await byIdAndName(trx, store.dialect, 'org_c', 'Org org_c');
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(seen).toEqual([{ id: 'org_c', name: 'Org org_c' }]);
     expect(await byIdAndName(store.db, store.dialect, 'org_c', 'Org org_c')).toEqual([]);
   });
 

@@ -21,6 +21,9 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
  *
  * 1. Fetch metadata: a request that announces a foreign `Origin`, or `Sec-Fetch-Site` other than
  *    same-origin, is refused outright. Every current browser sends one of the two on a form POST.
+ *    The pages use `Referrer-Policy: same-origin` so that the browser names the real origin on the
+ *    form's POST: under `no-referrer` it sends `Origin: null` (Fetch, "serializing a request
+ *    origin"), which once made every real sign-in fail here.
  * 2. Signed double-submit token: the browser gets a random, HttpOnly, SameSite=Strict cookie and
  *    the form carries an HMAC of it under a server key. A cross-site page can neither read the
  *    cookie nor compute the HMAC, and a cookie planted by a sibling subdomain has no matching field.
@@ -57,8 +60,11 @@ export class CsrfProtection {
   verify(request: FastifyRequest, field: string | undefined): { ok: true; cookie: string } | { ok: false } {
     const origin = header(request, 'origin');
     const site = header(request, 'sec-fetch-site');
-    if (origin !== undefined && origin !== this.expectedOrigin) return { ok: false };
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return { ok: false };
+    // `Origin: null` is what a browser sends when a referrer policy hides the origin (a user's
+    // privacy setting or extension); Sec-Fetch-Site, which no page can set, then speaks for it.
+    const vouched = origin === 'null' && site === 'same-origin';
+    if (origin !== undefined && origin !== this.expectedOrigin && !vouched) return { ok: false };
     const cookie = readCookie(request, CSRF_COOKIE);
     if (origin === undefined && site === undefined && cookie === undefined) return { ok: true, cookie: '' };
     if (!cookie || !COOKIE_SHAPE.test(cookie) || field === undefined) return { ok: false };

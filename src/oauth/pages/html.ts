@@ -26,7 +26,7 @@ function layout(title: string, body: string): string {
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
-  <meta name="referrer" content="no-referrer">
+  <meta name="referrer" content="same-origin">
   <title>${escapeHtml(title)} · Atrium</title>
   <link rel="stylesheet" href="oauth/assets/pages.css">
 </head>

@@ -28,16 +28,21 @@ export function sendPage(
   html: string,
   redirectUri?: string,
 ): FastifyReply {
-  return reply
-    .code(status)
-    .header('Content-Security-Policy', contentSecurityPolicy(redirectUri))
-    .header('Cache-Control', 'no-store')
-    .header('Pragma', 'no-cache')
-    .header('Referrer-Policy', 'no-referrer')
-    .type('text/html; charset=utf-8')
-    .send(html);
+  return (
+    reply
+      .code(status)
+      .header('Content-Security-Policy', contentSecurityPolicy(redirectUri))
+      .header('Cache-Control', 'no-store')
+      .header('Pragma', 'no-cache')
+      // Not no-referrer: under it a browser posts the form with `Origin: null`, which the CSRF check
+      // must refuse. same-origin names the origin to this server and nothing to any other.
+      .header('Referrer-Policy', 'same-origin')
+      .type('text/html; charset=utf-8')
+      .send(html)
+  );
 }
 
+/** The redirect to the client: its Referrer-Policy governs the next request, which gets no Referer. */
 export function redirect(reply: FastifyReply, location: string): FastifyReply {
   return reply
     .code(302)

@@ -177,6 +177,12 @@ describe('the authorization endpoint and its pages', () => {
       post({ ...fields, ...creds }, { cookie: other.cookie }),
       post({ ...fields, ...creds }, { cookie, origin: 'https://evil.example' }),
       post({ ...fields, ...creds }, { cookie, origin: 'null' }),
+      post({ ...fields, ...creds }, { cookie, origin: 'null', 'sec-fetch-site': 'cross-site' }),
+      post({ ...fields, ...creds }, { origin: 'null', 'sec-fetch-site': 'same-origin' }),
+      post(
+        { ...fields, ...creds, csrf_token: other.fields.csrf_token },
+        { cookie, origin: 'null', 'sec-fetch-site': 'same-origin' },
+      ),
       post({ ...fields, ...creds }, { cookie, 'sec-fetch-site': 'cross-site' }),
       post({ ...fields, ...creds }, { cookie, 'sec-fetch-site': 'same-site' }),
       post({ ...fields, ...creds }, { origin: 'https://evil.example' }),
@@ -191,6 +197,22 @@ describe('the authorization endpoint and its pages', () => {
       { cookie, origin: server.url, 'sec-fetch-site': 'same-origin' },
     );
     expect(ok.statusCode).toBe(302);
+  });
+
+  it('serves the pages under a referrer policy that lets the browser name its origin on the post', async () => {
+    // Under no-referrer a browser posts the form with `Origin: null`: real sign-ins failed so.
+    const { page, cookie, fields } = await loginPage();
+    expect(page.headers['referrer-policy']).toBe('same-origin');
+    expect(page.body).toContain('<meta name="referrer" content="same-origin">');
+    // A browser whose own privacy setting still hides the origin: Fetch metadata vouches for it.
+    const creds = { username: user.handle, password: user.password, consent: 'approve' };
+    const hidden = await post(
+      { ...fields, ...creds },
+      { cookie, origin: 'null', 'sec-fetch-site': 'same-origin' },
+    );
+    expect(hidden.statusCode).toBe(302);
+    // The redirect to the client leaves no Referer behind.
+    expect(hidden.headers['referrer-policy']).toBe('no-referrer');
   });
 
   it('serves a non-browser client that posts the original parameters, credentials and consent', async () => {

@@ -196,7 +196,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
     const overSocket = await fetch(`${server.url}/api/user/profile`, {
       headers: { authorization: `Bearer ${'a'.repeat(20_000)}.b.c` },
     });
-    expect([401, 431]).toContain(overSocket.status);
+    expect(overSocket.status).toBe(431);
     for (const token of [
       'a.b',
       'a.b.c.d',

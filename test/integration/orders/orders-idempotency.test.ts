@@ -213,6 +213,12 @@ describe('Idempotency-Key on POST /api/v2/orders', () => {
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
     const ids = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json().id));
     expect(ids.size).toBe(1);
+    // Which requests overlap the first is timing; that exactly one was processed is not.
+    const processed = responses.filter((r) => r.statusCode === 201 && !r.headers['idempotent-replayed']);
+    expect(processed).toHaveLength(1);
+    for (const r of responses.filter((r) => r.statusCode === 201 && r !== processed[0])) {
+      expect(r.headers['idempotent-replayed']).toBe('true');
+    }
     const owned = await ordersOf(caller.userId);
     expect(owned).toEqual([...ids]);
     for (const r of responses.filter((r) => r.statusCode === 409)) {

@@ -1,0 +1,196 @@
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type ExecutionArgs, getOperationAST, GraphQLError, type GraphQLSchema } from 'graphql';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import type { Credentials } from '../../auth/authenticator.js';
+import type { Principal } from '../../auth/principal.js';
+import type { Services } from '../../compose.js';
+import { DomainError } from '../../domain/errors.js';
+import { headerValue } from '../../http/auth.js';
+import { createContext, type GraphQLContext } from '../context.js';
+import { toGraphQLError } from '../errors.js';
+import type { CommentFeed } from '../subscriptions/comment-feed.js';
+import { type OperationParams, type PersistedQueries } from './persisted.js';
+import { pipelinePlugins } from './plugins.js';
+
+export type Transport = 'http' | 'ws' | 'sse';
+
+/** Who is calling and from where, as the transport learned it. */
+export interface Caller {
+  transport: Transport;
+  principal: Principal | null;
+  address: string;
+  requestId: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** Yoga's server context for POST and GET: the Fastify request and reply. */
+export interface HttpServerContext {
+  req: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/** The initial context WebSocket and SSE hand to `getEnveloped`: the caller, already known. */
+interface StreamServerContext {
+  caller: Caller;
+}
+
+export type Prepared = { args: ExecutionArgs } | { errors: readonly GraphQLError[] };
+
+export interface GraphQLPipeline {
+  /** POST and GET (and GraphiQL) through Yoga, with the pipeline's plugins. */
+  yoga: YogaServerInstance<HttpServerContext, GraphQLContext>;
+  persisted: PersistedQueries;
+  /** The caller from the two credentials every transport reads; bad ones raise UNAUTHENTICATED. */
+  authenticate(credentials: Credentials): Promise<Principal | null>;
+  /**
+   * WebSocket and SSE: persisted query → parse → validate (depth, complexity, introspection) →
+   * context, the same steps Yoga runs for HTTP; execute/subscribe then spend the budget.
+   */
+  prepare(params: OperationParams, caller: Caller): Promise<Prepared>;
+}
+
+/** Credentials refused: the GraphQL error, with 401 for HTTP transports. */
+export function unauthenticatedError(err: unknown): GraphQLError {
+  const mapped = toGraphQLError(err);
+  const message = mapped instanceof Error ? mapped.message : 'The credentials are not valid.';
+  return new GraphQLError(message, { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+}
+
+/**
+ * Anything that is not a GraphQL error with a code of ours (or a core DomainError, mapped by the one
+ * table in ../errors.ts) is masked as INTERNAL_SERVER_ERROR, logged with its cause, and shown only
+ * in development.
+ */
+function maskError(services: Services, isDev: boolean) {
+  return (error: unknown): Error => {
+    const mapped = toGraphQLError(error);
+    if (mapped instanceof GraphQLError) {
+      const original = mapped.originalError;
+      if (!original || original instanceof GraphQLError || original instanceof DomainError) return mapped;
+    }
+    const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
+    services.logger.error({ err: cause }, 'graphql operation failed');
+    const located = mapped instanceof GraphQLError ? mapped : undefined;
+    return new GraphQLError('Unexpected error.', {
+      nodes: located?.nodes,
+      source: located?.source,
+      positions: located?.positions,
+      path: located?.path,
+      extensions: {
+        code: 'INTERNAL_SERVER_ERROR',
+        ...(isDev && cause instanceof Error
+          ? { originalError: { message: cause.message, stack: cause.stack } }
+          : {}),
+      },
+    });
+  };
+}
+
+let graphiqlPage: string | undefined;
+
+export function createPipeline(
+  services: Services,
+  schema: GraphQLSchema,
+  persisted: PersistedQueries,
+  commentFeed: CommentFeed | undefined,
+): GraphQLPipeline {
+  const production = services.config.nodeEnv === 'production';
+  const isDev = services.config.nodeEnv === 'development';
+
+  async function authenticate(credentials: Credentials): Promise<Principal | null> {
+    try {
+      return await services.authenticator.authenticate(credentials);
+    } catch (err) {
+      throw unauthenticatedError(err);
+    }
+  }
+
+  const yoga = createYoga<HttpServerContext, GraphQLContext>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    logging: false,
+    landingPage: false,
+    batching: false,
+    // GraphiQL from the installed package (scripts, styles and workers inlined), development only.
+    graphiql: production
+      ? false
+      : { title: 'Atrium GraphiQL', subscriptionsProtocol: 'WS', shouldPersistHeaders: false },
+    renderGraphiQL: (options) => (graphiqlPage ??= renderGraphiQL(options)),
+    maskedErrors: { maskError: maskError(services, isDev), isDev },
+    plugins: [
+      {
+        // Persisted queries for POST and GET; WebSocket and SSE resolve them in prepare().
+        async onParams({ params, setParams }) {
+          const query = await persisted.resolve(params);
+          setParams({ ...params, query });
+        },
+      },
+      ...pipelinePlugins({ production, limiter: services.limiter, logger: services.logger }),
+    ],
+    context: async (initial) => {
+      const stream = (initial as unknown as Partial<StreamServerContext>).caller;
+      const caller: Caller = stream ?? {
+        transport: 'http',
+        principal: await authenticate({
+          authorization: headerValue(initial.req, 'authorization'),
+          apiKey: headerValue(initial.req, 'x-api-key'),
+        }),
+        address: initial.req.ip,
+        requestId: initial.req.id,
+        signal: initial.request.signal,
+      };
+      return createContext(services, caller.principal, caller.requestId, caller.signal, {
+        address: caller.address,
+        commentFeed,
+      });
+    },
+  });
+
+  async function prepare(params: OperationParams, caller: Caller): Promise<Prepared> {
+    try {
+      const query = await persisted.resolve(params);
+      const enveloped = yoga.getEnveloped({ caller, params: { ...params, query } } as never);
+      let document;
+      try {
+        document = enveloped.parse(query);
+      } catch (err) {
+        if (err instanceof GraphQLError) return { errors: [err] };
+        throw err;
+      }
+      const errors = enveloped.validate(enveloped.schema, document);
+      if (errors.length > 0) return { errors };
+      const operationName = params.operationName ?? undefined;
+      if (!getOperationAST(document, operationName)) {
+        const message = operationName
+          ? `Unknown operation named "${operationName}".`
+          : 'Name the operation to run: the document has several.';
+        return { errors: [new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } })] };
+      }
+      const contextValue = await enveloped.contextFactory();
+      return {
+        args: {
+          schema: enveloped.schema,
+          document,
+          operationName,
+          variableValues: (params.variables ?? undefined) as Record<string, unknown> | undefined,
+          contextValue,
+          // graphql-ws and graphql-sse call execute/subscribe with these args; the enveloped ones
+          // travel along so the budget and error masking run there too.
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+        },
+      };
+    } catch (err) {
+      if (err instanceof GraphQLError) return { errors: [err] };
+      throw err;
+    }
+  }
+
+  return { yoga, persisted, authenticate, prepare };
+}
+
+/** For graphql-ws and graphql-sse: run the enveloped execute/subscribe that prepare() attached. */
+export const envelopedExecute = (args: ExecutionArgs) =>
+  (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args);
+export const envelopedSubscribe = (args: ExecutionArgs) =>
+  (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args);

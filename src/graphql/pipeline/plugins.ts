@@ -1,0 +1,46 @@
+import type { Plugin } from 'graphql-yoga';
+import { type GraphQLError, NoSchemaIntrospectionCustomRule, parse } from 'graphql';
+import type { Logger } from 'pino';
+import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
+import { spendBudget } from './budget.js';
+import { complexityLimitRule, depthLimitRule } from './limits.js';
+
+/** A document of more tokens than this is refused while parsing (huge or padded documents). */
+export const MAX_TOKENS = 20_000;
+
+/**
+ * The rules every operation passes, whatever its transport: these are envelop plugins, so they run
+ * inside Yoga for POST and GET and inside `getEnveloped()` for WebSocket and SSE alike.
+ *
+ * - parse: bounded token count (Yoga caches parsed documents by text);
+ * - validate: depth ≤ 7 and complexity ≤ 1,000 beside graphql's own rules, and no introspection in
+ *   production (whatever brought the document: a persisted hash included);
+ * - execute / subscribe: the caller's complexity budget, before any resolver runs.
+ */
+export function pipelinePlugins(options: {
+  production: boolean;
+  limiter: SlidingWindowLimiter;
+  logger: Logger;
+}): Plugin[] {
+  const limits: Plugin = {
+    onParse({ setParseFn }) {
+      setParseFn((source, parseOptions) => parse(source, { ...parseOptions, maxTokens: MAX_TOKENS }));
+    },
+    onValidate({ addValidationRule }) {
+      addValidationRule(depthLimitRule());
+      addValidationRule(complexityLimitRule());
+      if (options.production) addValidationRule(NoSchemaIntrospectionCustomRule);
+    },
+  };
+  const budget: Plugin = {
+    async onExecute({ args, setResultAndStopExecution }) {
+      const refusal = await spendBudget(options.limiter, options.logger, args);
+      if (refusal) setResultAndStopExecution({ errors: [refusal as GraphQLError] });
+    },
+    async onSubscribe({ args, setResultAndStopExecution }) {
+      const refusal = await spendBudget(options.limiter, options.logger, args);
+      if (refusal) setResultAndStopExecution({ errors: [refusal as GraphQLError] });
+    },
+  };
+  return [limits, budget];
+}

@@ -1,0 +1,113 @@
+import type { Principal } from '../../auth/principal.js';
+import type { Services } from '../../compose.js';
+import type { Comment } from '../../domain/comments.js';
+
+/** What travels between instances: ids only; each instance reads the rest from the store. */
+interface CommentAdded {
+  commentId: string;
+  postId: string;
+}
+
+const CHANNEL = 'comment.added';
+
+const isCommentAdded = (m: unknown): m is CommentAdded =>
+  typeof m === 'object' &&
+  m !== null &&
+  typeof (m as CommentAdded).commentId === 'string' &&
+  typeof (m as CommentAdded).postId === 'string';
+
+type Waiter = (message: CommentAdded) => void;
+
+/**
+ * `commentAdded` for this instance: the core's after-commit `comment.added` signal is published on
+ * the shared broadcast (Redis across instances, or this process), and every message heard is handed
+ * to the local subscribers of that post. One broadcast subscription per instance, not per client.
+ */
+export class CommentFeed {
+  private readonly byPost = new Map<string, Set<Waiter>>();
+  private readonly streams = new Set<AsyncGenerator<Comment>>();
+  private stopListening: (() => void) | undefined;
+  private stopBridge: (() => void) | undefined;
+
+  constructor(private readonly services: Services) {}
+
+  async start(): Promise<void> {
+    const { bus, broadcast, logger } = this.services;
+    this.stopListening = await broadcast.subscribe(CHANNEL, (m) => {
+      if (!isCommentAdded(m)) return;
+      for (const waiter of [...(this.byPost.get(m.postId) ?? [])]) waiter(m);
+    });
+    this.stopBridge = bus.on('comment.added', (signal) => {
+      const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
+      broadcast.publish(CHANNEL, message).catch((err: Error) => {
+        // At most once: a comment the broadcast could not carry is not retried.
+        logger.warn({ err: err.message }, 'comment.added not broadcast');
+      });
+    });
+  }
+
+  /**
+   * Comments added to `postId` from now on that `viewer` may see. Each one is read through the core
+   * as the subscriber when it arrives, so a draft's comments reach only its author and admins, and
+   * a post published later starts delivering.
+   */
+  subscribe(postId: string, viewer: Principal | null): AsyncGenerator<Comment> {
+    const { core, logger } = this.services;
+    const pending: CommentAdded[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    const waiter: Waiter = (m) => {
+      pending.push(m);
+      wake?.();
+    };
+    let set = this.byPost.get(postId);
+    if (!set) this.byPost.set(postId, (set = new Set()));
+    set.add(waiter);
+    const detach = () => {
+      done = true;
+      set.delete(waiter);
+      if (set.size === 0 && this.byPost.get(postId) === set) this.byPost.delete(postId);
+      wake?.();
+    };
+    const streams = this.streams;
+    async function* comments(): AsyncGenerator<Comment> {
+      try {
+        while (!done) {
+          const next = pending.shift();
+          if (!next) {
+            await new Promise<void>((resolve) => (wake = resolve));
+            wake = undefined;
+            continue;
+          }
+          try {
+            // The core reads the comment as the subscriber: one on a post they may not see is not found.
+            yield await core.comments.get(viewer, next.commentId);
+          } catch (err) {
+            // Hidden from this subscriber, or deleted since: nothing to deliver.
+            logger.debug({ err: (err as Error).message }, 'commentAdded skipped');
+          }
+        }
+      } finally {
+        detach();
+        streams.delete(stream);
+      }
+    }
+    const stream = comments();
+    // Ending the generator before its first pull would skip `finally`; detach on return as well.
+    const originalReturn = stream.return.bind(stream);
+    stream.return = (value) => {
+      detach();
+      streams.delete(stream);
+      return originalReturn(value);
+    };
+    streams.add(stream);
+    return stream;
+  }
+
+  /** Shutdown: every open stream ends (its transport then completes it) and the bridge stops. */
+  async close(): Promise<void> {
+    this.stopBridge?.();
+    this.stopListening?.();
+    await Promise.all([...this.streams].map((s) => s.return(undefined).catch(() => undefined)));
+  }
+}

@@ -1,0 +1,101 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { createHandler } from 'graphql-sse/lib/use/fastify';
+import type { Services } from '../../compose.js';
+import { headerValue } from '../../http/auth.js';
+import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
+
+/**
+ * graphql-sse at /graphql/stream ("distinct connections" mode: one stream per operation, by GET or
+ * POST). Credentials are the usual headers, checked by the shared Authenticator (bad ones: 401);
+ * every operation goes through the pipeline's prepare() and the enveloped execute/subscribe.
+ */
+export function registerSse(
+  app: FastifyInstance,
+  services: Services,
+  pipeline: GraphQLPipeline,
+): { close(): Promise<void> } {
+  const open = new Set<FastifyReply>();
+  const handler = createHandler({
+    execute: envelopedExecute as never,
+    subscribe: envelopedSubscribe as never,
+    onSubscribe: async (req, params) => {
+      const request = req.raw;
+      let principal;
+      try {
+        principal = await pipeline.authenticate({
+          authorization: headerValue(request, 'authorization'),
+          apiKey: headerValue(request, 'x-api-key'),
+        });
+      } catch (err) {
+        const body = JSON.stringify({
+          errors: [{ message: (err as Error).message, extensions: { code: 'UNAUTHENTICATED' } }],
+        });
+        const init = {
+          status: 401,
+          statusText: 'Unauthorized',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        };
+        return [body, init] as never;
+      }
+      const prepared = await pipeline.prepare(params, {
+        transport: 'sse',
+        principal,
+        address: request.ip,
+        requestId: request.id,
+      });
+      if ('errors' in prepared) {
+        const errors = prepared.errors.map((e) => {
+          const { http: _http, ...extensions } = e.extensions as Record<string, unknown>;
+          return { ...e.toJSON(), extensions };
+        });
+        return { errors } as never;
+      }
+      return prepared.args as never;
+    },
+  });
+
+  app.route({
+    url: '/graphql/stream',
+    method: ['GET', 'POST', 'PUT', 'DELETE'],
+    schema: { hide: true },
+    // A stream lives as long as its subscription: the 30 s request deadline does not apply.
+    config: { noTimeout: true },
+    handler: async (req, reply) => {
+      // The scope hands bodies over unparsed (a Buffer): graphql-sse reads a string and parses it.
+      if (Buffer.isBuffer(req.body))
+        (req as { body: unknown }).body = req.body.length ? req.body.toString('utf8') : undefined;
+      reply.hijack();
+      open.add(reply);
+      const started = process.hrtime.bigint();
+      try {
+        await handler(req, reply);
+      } catch (err) {
+        services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
+        if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
+        reply.raw.end(
+          JSON.stringify({
+            errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
+          }),
+        );
+      } finally {
+        open.delete(reply);
+        req.log.info(
+          {
+            method: req.method,
+            route: '/graphql/stream',
+            status: reply.raw.statusCode,
+            ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
+          },
+          'request',
+        );
+      }
+    },
+  });
+
+  return {
+    /** Shutdown: every open stream is ended; the handler then completes its subscription. */
+    async close() {
+      for (const reply of open) reply.raw.end();
+    },
+  };
+}

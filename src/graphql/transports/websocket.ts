@@ -1,0 +1,94 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Principal } from '../../auth/principal.js';
+import type { Services } from '../../compose.js';
+import { genRequestId } from '../../http/plugins/request-context.js';
+import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
+
+/** decisions §8: a connection has 10 s to send `connection_init`, else it is closed with 4408. */
+export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
+
+/** What the connection remembers between `connection_init` and its operations. */
+type Extra = { principal?: Principal | null };
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * graphql-ws at /graphql on the Fastify server's HTTP server. Credentials come in the
+ * `connection_init` payload (`{ authorization }` or `{ "x-api-key" }`, decisions §3) and are checked
+ * once by the shared Authenticator; bad ones close the socket with 4403. Every operation then goes
+ * through the pipeline's prepare() (persisted query, parse, validate, context) and the enveloped
+ * execute/subscribe (budget), exactly as POST and GET do.
+ */
+export function attachWebSocket(
+  app: FastifyInstance,
+  services: Services,
+  pipeline: GraphQLPipeline,
+): { close(): Promise<void> } {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (path !== '/graphql') {
+      // Another surface may own this path; with nobody else listening, refuse it.
+      if (app.server.listenerCount('upgrade') === 1) socket.destroy();
+      return;
+    }
+    if (services.draining) return void socket.destroy();
+    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+  };
+  app.server.on('upgrade', onUpgrade);
+
+  const server = useServer<Record<string, unknown> | undefined, Extra>(
+    {
+      connectionInitWaitTimeout: CONNECTION_INIT_TIMEOUT_MS,
+      execute: envelopedExecute as never,
+      subscribe: envelopedSubscribe as never,
+      onConnect: async (ctx) => {
+        const params = ctx.connectionParams ?? {};
+        try {
+          ctx.extra.principal = await pipeline.authenticate({
+            authorization: text(params.authorization) ?? text(params.Authorization),
+            apiKey: text(params['x-api-key']) ?? text(params['X-API-Key']),
+          });
+          return true;
+        } catch {
+          // graphql-ws closes with 4403 Forbidden.
+          return false;
+        }
+      },
+      onSubscribe: async (ctx, _id, payload) => {
+        const caller = {
+          transport: 'ws' as const,
+          principal: ctx.extra.principal ?? null,
+          address: ctx.extra.request.socket.remoteAddress ?? 'unknown',
+          requestId: genRequestId({ headers: {} }),
+        };
+        const prepared = await pipeline.prepare(payload, caller);
+        services.logger.info(
+          {
+            transport: 'ws',
+            reqId: caller.requestId,
+            operationName: payload.operationName ?? null,
+            rejected:
+              'errors' in prepared ? prepared.errors.map((e) => e.extensions.code ?? null) : undefined,
+          },
+          'graphql operation',
+        );
+        return 'errors' in prepared ? prepared.errors : prepared.args;
+      },
+    },
+    wss,
+  );
+
+  return {
+    /** Shutdown: every socket is closed with 1001 (going away), which clients may reconnect after. */
+    async close() {
+      app.server.off('upgrade', onUpgrade);
+      // graphql-ws closes every client with 1001 "Going away", then the server.
+      await server.dispose();
+    },
+  };
+}

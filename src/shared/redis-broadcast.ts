@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+import { type Broadcast, type BroadcastListener, deliver } from './broadcast.js';
+
+/**
+ * Redis pub/sub: a message published by any instance reaches the listeners of every instance,
+ * this one included (local listeners hear it from Redis too, never directly, so nobody gets it
+ * twice). Pub/sub is at most once, which is what the spec promises for shared delivery.
+ */
+export class RedisBroadcast implements Broadcast {
+  private readonly channels = new Map<string, Set<BroadcastListener>>();
+  private subscriberConnection: Redis | undefined;
+
+  constructor(
+    private readonly publisher: Redis,
+    private readonly prefix = 'atrium:bc:',
+  ) {}
+
+  /** A connection in subscriber mode can do nothing else, so listening opens a second one, once. */
+  private get subscriber(): Redis {
+    if (this.subscriberConnection) return this.subscriberConnection;
+    const subscriber = this.publisher.duplicate();
+    this.subscriberConnection = subscriber;
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', (channel: string, text: string) => {
+      if (!channel.startsWith(this.prefix)) return;
+      let message: unknown;
+      try {
+        message = JSON.parse(text);
+      } catch {
+        return;
+      }
+      deliver(this.channels.get(channel.slice(this.prefix.length)), message);
+    });
+    return subscriber;
+  }
+
+  async publish(channel: string, message: unknown): Promise<void> {
+    await this.publisher.publish(this.prefix + channel, JSON.stringify(message));
+  }
+
+  async subscribe(channel: string, listener: BroadcastListener): Promise<() => void> {
+    let set = this.channels.get(channel);
+    if (!set) this.channels.set(channel, (set = new Set()));
+    set.add(listener);
+    // SUBSCRIBE answers once Redis will deliver to us; repeating it for a known channel is harmless.
+    await this.subscriber.subscribe(this.prefix + channel);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.channels.get(channel) === set) {
+        this.channels.delete(channel);
+        void this.subscriber.unsubscribe(this.prefix + channel).catch(() => undefined);
+      }
+    };
+  }
+
+  async close(): Promise<void> {
+    this.channels.clear();
+    const subscriber = this.subscriberConnection;
+    this.subscriberConnection = undefined;
+    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+  }
+}
