@@ -45,7 +45,10 @@ function startChild(
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start: ${out}`)),
+      Number(process.env.BENCH_START_TIMEOUT_MS ?? 120_000),
+    );
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = ready.exec(out);
