@@ -13,6 +13,7 @@ import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
 import { runWebhookBench } from './webhooks.js';
+import { benchGraphQL } from './graphql.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -46,7 +47,10 @@ function startChild(
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start: ${out}`)),
+      Number(process.env.BENCH_START_TIMEOUT_MS ?? 120_000),
+    );
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = ready.exec(out);
@@ -212,6 +216,7 @@ async function main() {
       connections: CONNECTIONS,
     });
     console.table([grpcRow]);
+    const graphql = await benchGraphQL({ root, dir, databaseUrl, children, startChild, load });
     const results = join(root, 'bench', 'results');
     mkdirSync(results, { recursive: true });
     const record = {
@@ -222,6 +227,7 @@ async function main() {
       orders: ORDERS,
       rows,
       grpc: grpcRow,
+      graphql,
     };
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
     console.log(`written bench/results/latest.json (${DURATION}s per endpoint, ${CONNECTIONS} connections)`);
