@@ -24,11 +24,14 @@ describe('complexity: 1 per field, list fields 10 × their children', () => {
 
   it('multiplies the children of a list field by 10, at every level', () => {
     expect(cost('{ users { id } }')).toBe(11);
-    expect(cost('{ users { id posts { id comments { body } } } }')).toBe(1 + 10 * (1 + 1 + 10 * (1 + 1 + 10 * 1)));
+    expect(cost('{ users { id posts { id comments { body } } } }')).toBe(
+      1 + 10 * (1 + 1 + 10 * (1 + 1 + 10 * 1)),
+    );
   });
 
   it('costs a union as its most expensive member, not the sum of members', () => {
-    const q = '{ search { ... on User { id name } ... on Post { id title comments { id } } ... on Comment { id } } }';
+    const q =
+      '{ search { ... on User { id name } ... on Post { id title comments { id } } ... on Comment { id } } }';
     // Post: id + title + comments(1 + 10 × 1) = 13; User 2, Comment 1 -> 13, times 10 for the list.
     expect(cost(q)).toBe(1 + 10 * 13);
   });
@@ -67,7 +70,9 @@ describe('complexity: 1 per field, list fields 10 × their children', () => {
     expect(cost(`{ ${parts.join(' ')} }`)).toBe(990 + 9 + 1);
     expect(errorsOf(`{ ${parts.join(' ')} }`)).toEqual([]);
     parts.push('e2: echo');
-    expect(errorsOf(`{ ${parts.join(' ')} }`)).toEqual(['The query costs 1001 points; at most 1000 are allowed.']);
+    expect(errorsOf(`{ ${parts.join(' ')} }`)).toEqual([
+      'The query costs 1001 points; at most 1000 are allowed.',
+    ]);
   });
 });
 
@@ -84,12 +89,14 @@ describe('depth: at most 7 levels', () => {
   });
 
   it('follows fragments and inline fragments', () => {
-    const q = 'query { me { ...A } } fragment A on User { best { ... on User { best { best { best { best { best { id } } } } } } } }';
+    const q =
+      'query { me { ...A } } fragment A on User { best { ... on User { best { best { best { best { best { id } } } } } } } }';
     expect(errorsOf(q)).toEqual(['The query nests 8 levels deep; at most 7 are allowed.']);
   });
 
   it('does not count introspection (GraphiQL nests its own query deeper than 7)', () => {
-    const q = '{ __schema { types { fields { type { ofType { ofType { ofType { ofType { name } } } } } } } } }';
+    const q =
+      '{ __schema { types { fields { type { ofType { ofType { ofType { ofType { name } } } } } } } } }';
     expect(errorsOf(q)).toEqual([]);
   });
 });
