@@ -56,10 +56,11 @@ export async function runOver(
       const text = await res.text();
       return { status: res.status, ...(text ? (JSON.parse(text) as object) : {}) };
     }
+    // graphql-ws and graphql-sse require `query` to be a string: a hash-only request sends "".
     case 'WS':
-      return firstOverWs(base, op, credentials);
+      return firstOverWs(base, { ...op, query: op.query ?? '' }, credentials);
     case 'SSE':
-      return firstOverSse(base, op, credentials);
+      return firstOverSse(base, { ...op, query: op.query ?? '' }, credentials);
   }
 }
 
