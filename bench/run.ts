@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
+import { benchGraphQL } from './graphql.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -44,7 +45,10 @@ function startChild(
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start: ${out}`)),
+      Number(process.env.BENCH_START_TIMEOUT_MS ?? 120_000),
+    );
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = ready.exec(out);
@@ -202,6 +206,7 @@ async function main() {
       'errors/non-2xx': `${a.errors}/${a.non2xx}`,
     }));
     console.table(rows);
+    const graphql = await benchGraphQL({ root, dir, databaseUrl, children, startChild, load });
     const results = join(root, 'bench', 'results');
     mkdirSync(results, { recursive: true });
     const record = {
@@ -211,6 +216,7 @@ async function main() {
       connections: CONNECTIONS,
       orders: ORDERS,
       rows,
+      graphql,
     };
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
     console.log(`written bench/results/latest.json (${DURATION}s per endpoint, ${CONNECTIONS} connections)`);

@@ -54,14 +54,10 @@ export class CouponService {
       problems.add(null, 'Give exactly one of percent_off and amount_off_cents.', 'required');
     }
     if (percent !== null && (!Number.isInteger(percent) || percent < 1 || percent > 100)) {
-      problems.add('percent_off', 'percent_off must be an integer from 1 to 100', 'range_error');
+      problems.add('percentOff', 'percentOff must be an integer from 1 to 100', 'range_error');
     }
     if (amount !== null && (!Number.isInteger(amount) || amount < 1 || amount > 100_000_000)) {
-      problems.add(
-        'amount_off_cents',
-        'amount_off_cents must be an integer from 1 to 100000000',
-        'range_error',
-      );
+      problems.add('amountOffCents', 'amountOffCents must be an integer from 1 to 100000000', 'range_error');
     }
     problems.throwIfAny();
     const row: CouponsTable = {
@@ -112,7 +108,7 @@ export class CouponService {
   async resolve(db: Db | Tx['db'], code: string): Promise<Coupon> {
     const coupon = await this.find(db, code);
     if (!coupon || !coupon.active) {
-      throw unprocessable('coupon_code', `coupon_code ${code} is not an active coupon`, 'unknown_coupon');
+      throw unprocessable('couponCode', `couponCode ${code} is not an active coupon`, 'unknown_coupon');
     }
     return coupon;
   }

@@ -17,20 +17,21 @@ import { checkText } from './validate.js';
 /**
  * Field checks for order input. The REST schemas reject most of this before it arrives; the core
  * checks again because GraphQL and the seed call it too, and the rules must not depend on the door.
- * Field names in problems are the wire names (`items[2].quantity`).
+ * Field names in problems are neutral paths in the core's own names (`items[2].productId`,
+ * `shippingAddress.postalCode`); each surface renders them (REST: `shipping_address.postal_code`).
  */
-const ADDRESS_LIMITS: Array<[keyof ShippingAddress, string, number]> = [
-  ['name', 'name', 100],
-  ['street', 'street', 200],
-  ['city', 'city', 100],
-  ['postalCode', 'postal_code', 20],
+const ADDRESS_LIMITS: Array<[keyof ShippingAddress, number]> = [
+  ['name', 100],
+  ['street', 200],
+  ['city', 100],
+  ['postalCode', 20],
 ];
 
 /** `prefix` is where the item sits in the body: `items[3]` in an order, empty when it is the body. */
 export const fieldAt = (prefix: string, name: string): string => (prefix === '' ? name : `${prefix}.${name}`);
 
 export function checkItem(problems: Problems, item: OrderItemInput, prefix: string): void {
-  const productId = fieldAt(prefix, 'product_id');
+  const productId = fieldAt(prefix, 'productId');
   const quantity = fieldAt(prefix, 'quantity');
   if (typeof item?.productId !== 'string' || item.productId.length < 1 || item.productId.length > 64) {
     problems.add(productId, `${productId} must be 1 to 64 characters`, 'range_error');
@@ -42,19 +43,19 @@ export function checkItem(problems: Problems, item: OrderItemInput, prefix: stri
 
 function checkAddress(problems: Problems, address: ShippingAddress | undefined): void {
   if (address === undefined || address === null || typeof address !== 'object') {
-    problems.add('shipping_address', 'shipping_address is required', 'required');
+    problems.add('shippingAddress', 'shippingAddress is required', 'required');
     return;
   }
-  for (const [key, wire, max] of ADDRESS_LIMITS) {
+  for (const [key, max] of ADDRESS_LIMITS) {
+    const field = `shippingAddress.${key}`;
     const bad = checkText(address[key], 1, max);
-    if (bad) problems.add(`shipping_address.${wire}`, `shipping_address.${wire} ${bad}`, 'range_error');
-    else if (address[key].trim() === '')
-      problems.add(`shipping_address.${wire}`, `shipping_address.${wire} must not be blank`, 'range_error');
+    if (bad) problems.add(field, `${field} ${bad}`, 'range_error');
+    else if (address[key].trim() === '') problems.add(field, `${field} must not be blank`, 'range_error');
   }
   if (typeof address.country !== 'string' || !isCountryCode(address.country)) {
     problems.add(
-      'shipping_address.country',
-      'shipping_address.country must be an ISO 3166-1 alpha-2 code such as US or DE',
+      'shippingAddress.country',
+      'shippingAddress.country must be an ISO 3166-1 alpha-2 code such as US or DE',
       'invalid_enum',
     );
   }
@@ -64,8 +65,8 @@ function checkCoupon(problems: Problems, code: string | null | undefined): void 
   if (code === undefined || code === null) return;
   if (typeof code !== 'string' || normaliseCouponCode(code) === null) {
     problems.add(
-      'coupon_code',
-      'coupon_code must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit',
+      'couponCode',
+      'couponCode must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit',
       'invalid_format',
     );
   }

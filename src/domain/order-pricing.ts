@@ -43,13 +43,13 @@ export async function priceLines(
     const product = byId.get(item.productId);
     if (!product) {
       problems.add(
-        fieldAt(prefix(i), 'product_id'),
+        fieldAt(prefix(i), 'productId'),
         `product ${item.productId} does not exist`,
         'unknown_product',
       );
     } else if (product.active !== 1) {
       problems.add(
-        fieldAt(prefix(i), 'product_id'),
+        fieldAt(prefix(i), 'productId'),
         `product ${item.productId} is no longer sold`,
         'product_unavailable',
       );

@@ -21,7 +21,7 @@ export class ProductService {
     const bad = checkText(input.name, 1, 200);
     if (bad) problems.add('name', `name ${bad}`);
     if (!Number.isSafeInteger(input.priceCents) || input.priceCents < 0 || input.priceCents > 100_000_000) {
-      problems.add('price_cents', 'price_cents must be an integer from 0 to 100000000', 'range_error');
+      problems.add('priceCents', 'priceCents must be an integer from 0 to 100000000', 'range_error');
     }
     problems.throwIfAny();
     const now = this.deps.clock.now();

@@ -1,6 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../store/store.js';
 import type { Database } from '../store/types.js';
+import { visiblePostsSql } from './post-visibility.js';
+import type { Viewer } from './user-policies.js';
 import type { CoreDeps } from './context.js';
 import type { Problems } from './errors.js';
 import { checkText } from './validate.js';
@@ -78,28 +80,41 @@ export class TagService {
     return out;
   }
 
-  /** Tags by name with their post counts; unknown names are absent. Names are matched normalised. */
-  async getMany(names: readonly string[]): Promise<Map<string, Tag>> {
+  /**
+   * Tags by name with the number of posts `viewer` may see (drafts and scheduled posts count for
+   * their author and admins only); unknown names are absent. Names are matched normalised.
+   */
+  async getMany(viewer: Viewer, names: readonly string[]): Promise<Map<string, Tag>> {
     const wanted = [...new Set(names.map((n) => n.trim().toLowerCase()))];
     if (wanted.length === 0) return new Map();
-    const rows = await this.deps.store.db
-      .selectFrom('tags')
-      .leftJoin('post_tags', 'post_tags.tag_name', 'tags.name')
-      .select((eb) => ['tags.name', eb.fn.count<number>('post_tags.post_id').as('postCount')])
-      .where('tags.name', 'in', wanted)
-      .groupBy('tags.name')
-      .execute();
-    return new Map(rows.map((r) => [r.name, { name: r.name, postCount: Number(r.postCount) }]));
+    const db = this.deps.store.db;
+    const visible = visiblePostsSql(viewer, this.deps.clock.now());
+    let counting = db
+      .selectFrom('post_tags')
+      .innerJoin('posts', 'posts.id', 'post_tags.post_id')
+      .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')])
+      .where('post_tags.tag_name', 'in', wanted);
+    if (visible) counting = counting.where(visible);
+    const [known, counts] = await Promise.all([
+      db.selectFrom('tags').select('name').where('name', 'in', wanted).execute(),
+      counting.groupBy('post_tags.tag_name').execute(),
+    ]);
+    const countOf = new Map(counts.map((c) => [c.tag_name, Number(c.postCount)]));
+    return new Map(known.map((r) => [r.name, { name: r.name, postCount: countOf.get(r.name) ?? 0 }]));
   }
 
-  /** Tags in use, most used first (ties by name). */
-  async popular(limit = 20): Promise<Tag[]> {
-    const rows = await this.deps.store.db
+  /** Tags on posts `viewer` may see, most used first (ties by name). */
+  async popular(viewer: Viewer, limit = 20): Promise<Tag[]> {
+    const visible = visiblePostsSql(viewer, this.deps.clock.now());
+    let q = this.deps.store.db
       .selectFrom('post_tags')
-      .select((eb) => ['tag_name', eb.fn.count<number>('post_id').as('postCount')])
-      .groupBy('tag_name')
+      .innerJoin('posts', 'posts.id', 'post_tags.post_id')
+      .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')]);
+    if (visible) q = q.where(visible);
+    const rows = await q
+      .groupBy('post_tags.tag_name')
       .orderBy('postCount', 'desc')
-      .orderBy('tag_name', 'asc')
+      .orderBy('post_tags.tag_name', 'asc')
       .limit(Math.max(0, Math.min(limit, 1000)))
       .execute();
     return rows.map((r) => ({ name: r.tag_name, postCount: Number(r.postCount) }));

@@ -146,7 +146,7 @@ export class UserService {
       }
       if (isForeignKeyViolation(err)) {
         throw new DomainError('unprocessable', 'The organization does not exist.', [
-          { field: 'organization_id', message: 'unknown organization', code: 'unknown_organization' },
+          { field: 'organizationId', message: 'unknown organization', code: 'unknown_organization' },
         ]);
       }
       throw err;

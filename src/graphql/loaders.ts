@@ -60,7 +60,7 @@ export function createLoaders(services: Services, principal: Principal | null) {
     organization: byId<Organization>((ids) => core.organizations.getMany(ids)),
     post: byId<Post>((ids) => core.posts.getMany(actor, ids)),
     comment: byId<Comment>((ids) => core.comments.getMany(actor, ids)),
-    tag: byId<Tag>((names) => core.tags.getMany(names)),
+    tag: byId<Tag>((names) => core.tags.getMany(actor, names)),
     postTags: new DataLoader<string, string[]>(async (ids) => {
       const tags = await core.posts.tagsFor(ids);
       return ids.map((id) => tags.get(id) ?? []);

@@ -39,7 +39,7 @@ export function httpStatusOf(code: ErrorCode): number {
 function fromFastify(err: FastifyError): DomainError | undefined {
   if (err.validation) {
     const details = err.validation.map((v) => ajvDetail(v, err.validationContext));
-    return new DomainError('validation_error', 'The request has invalid fields.', details);
+    return new DomainError('validation_error', 'The request has invalid fields.', details, WIRE_NAMED);
   }
   const status = err.statusCode ?? 500;
   if (status === 413)
@@ -111,6 +111,37 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };
 }
 
+/** Marks errors whose field names already are REST's (they came from the request schema). */
+const WIRE_NAMED = { wireNamed: true } as const;
+
+/**
+ * The core names fields by neutral paths in its own (camelCase) names: `shippingAddress.postalCode`,
+ * `items[0].productId`. REST's wire names are snake_case: `shipping_address.postal_code`. Header
+ * names (`Idempotency-Key`) and names already in snake_case are left as they are.
+ */
+export function restFieldName(path: string): string {
+  return path.replace(/([a-z0-9])([A-Z])/g, (_m, a: string, b: string) => `${a}_${b.toLowerCase()}`);
+}
+
+/** A core message that starts with its field's path starts with the REST name instead. */
+function renamed(message: string, field: string | null): string {
+  if (field === null || !message.startsWith(field)) return message;
+  return restFieldName(field) + message.slice(field.length);
+}
+
+function restDetails(err: DomainError): { message: string; details: ErrorDetail[] } {
+  if (err.meta.wireNamed === true) return { message: err.message, details: err.details };
+  const first = err.details[0]?.field ?? null;
+  return {
+    message: renamed(err.message, first),
+    details: err.details.map((d) => ({
+      ...d,
+      field: d.field === null ? null : restFieldName(d.field),
+      message: renamed(d.message, d.field),
+    })),
+  };
+}
+
 /** Converts anything thrown into the core's error; unknown errors become a masked internal_error. */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
@@ -135,11 +166,12 @@ export function errorBody(
   upperCase = false,
 ): { status: number; body: ErrorBody } {
   const wire = HTTP[err.code];
+  const { message, details } = restDetails(err);
   const body: ErrorBody = {
     error: upperCase ? wire.error.toUpperCase() : wire.error,
-    message: err.message,
+    message,
     request_id: requestId,
-    details: err.details,
+    details,
   };
   if (err.code === 'rate_limit_exceeded') {
     for (const k of ['limit', 'window_seconds', 'retry_after'] as const)

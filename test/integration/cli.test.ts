@@ -84,7 +84,7 @@ describe('atrium command line', () => {
     expect(Number.isNaN(Date.parse(revoked.revoked_at))).toBe(false);
   });
 
-  // Five CLI runs, each a fresh Node process: more time than the default on a loaded machine.
+  // Five CLI runs, each a fresh Node process: more time than the default on a shared, loaded machine.
   it('soft-deletes a user: one JSON object, the user gone, its key refused; unknown ids exit 1', async () => {
     const user = json(
       await runCli(['users', 'create', '--handle', 'leaving', '--email', 'leaving@example.com'], env),
@@ -104,7 +104,7 @@ describe('atrium command line', () => {
     const usage = await runCli(['users', 'delete'], env);
     expect(usage.code).toBe(2);
     expect(usage.stdout).toBe('');
-  }, 60_000);
+  }, 120_000);
 
   it('creates a product', async () => {
     const p = json(await runCli(['products', 'create', '--name', 'Teapot', '--price-cents', '1999'], env));

@@ -87,7 +87,7 @@ describe('order input checks in the core (for every surface)', () => {
     expect(details(() => checkCreateInput(valid))).toEqual([]);
   });
 
-  it('reports every problem at once, with wire field names', () => {
+  it('reports every problem at once, with neutral field paths in the core names', () => {
     const problems = details(() =>
       checkCreateInput({
         items: [
@@ -100,14 +100,14 @@ describe('order input checks in the core (for every surface)', () => {
       }),
     );
     expect(problems).toEqual([
-      'items[0].product_id:range_error',
+      'items[0].productId:range_error',
       'items[0].quantity:range_error',
       'items[1].quantity:range_error',
       'currency:invalid_enum',
-      'shipping_address.name:range_error',
-      'shipping_address.postal_code:range_error',
-      'shipping_address.country:invalid_enum',
-      'coupon_code:invalid_format',
+      'shippingAddress.name:range_error',
+      'shippingAddress.postalCode:range_error',
+      'shippingAddress.country:invalid_enum',
+      'couponCode:invalid_format',
     ]);
   });
 

@@ -196,6 +196,32 @@ describe('post visibility', () => {
     }
   });
 
+  it('tag counts and popular tags count only posts the viewer sees', async () => {
+    const open = await t.core.posts.create(author, {
+      title: 't',
+      body: 't',
+      authorId: author.id,
+      tags: ['airship'],
+    });
+    const secret = await t.core.posts.create(author, {
+      title: 't',
+      body: 't',
+      authorId: author.id,
+      tags: ['airship', 'secret'],
+      publishAt: null,
+    });
+    const count = async (viewer: Viewer, name: string) =>
+      (await t.core.tags.getMany(viewer, [name])).get(name)?.postCount;
+    expect(await count(other, 'airship')).toBe(1);
+    expect(await count(other, 'secret')).toBe(0);
+    expect(await count(author, 'airship')).toBe(2);
+    expect(await count(admin, 'secret')).toBe(1);
+    expect((await t.core.tags.popular(null)).map((tag) => tag.name)).not.toContain('secret');
+    expect((await t.core.tags.popular(admin)).find((tag) => tag.name === 'airship')?.postCount).toBe(2);
+    await t.core.posts.delete(author, open.id);
+    await t.core.posts.delete(author, secret.id);
+  });
+
   it('a scheduled post appears for everyone once its time comes', async () => {
     expect((await rejection(t.core.posts.get(other, scheduled))).code).toBe('not_found');
     t.clock.advance(3_600_000);

@@ -133,7 +133,7 @@ describe('PostService', () => {
       expect(err.code).toBe('validation_error');
       expect(err.details[0]).toMatchObject({ field: 'authorId', code: 'unknown_author' });
       expect((await t.core.posts.list(null)).totalCount).toBe(before);
-      expect((await t.core.tags.getMany(['orphan'])).size).toBe(0);
+      expect((await t.core.tags.getMany(null, ['orphan'])).size).toBe(0);
     });
   });
 
@@ -183,7 +183,7 @@ describe('PostService', () => {
       const comment = await t.core.comments.add(other, { body: 'hi', authorId: other.id, postId: post.id });
       await t.core.posts.delete(author, post.id);
       expect((await t.core.comments.getMany(null, [comment.id])).size).toBe(0);
-      expect((await t.core.tags.getMany(['gone'])).get('gone')).toEqual({ name: 'gone', postCount: 0 });
+      expect((await t.core.tags.getMany(null, ['gone'])).get('gone')).toEqual({ name: 'gone', postCount: 0 });
     });
   });
 
@@ -207,11 +207,11 @@ describe('PostService', () => {
         authorId: other.id,
         tags: ['Hot'],
       });
-      const stats = await t.core.tags.getMany(['hot', 'COLD', 'none']);
+      const stats = await t.core.tags.getMany(null, ['hot', 'COLD', 'none']);
       expect(stats.get('hot')).toEqual({ name: 'hot', postCount: 2 });
       expect(stats.get('cold')).toEqual({ name: 'cold', postCount: 1 });
       expect(stats.has('none')).toBe(false);
-      const popular = await t.core.tags.popular(2);
+      const popular = await t.core.tags.popular(null, 2);
       expect(popular[0]).toEqual({ name: 'hot', postCount: 2 });
       await t.core.posts.delete(author, a.id);
       await t.core.posts.delete(other, b.id);

@@ -42,7 +42,7 @@ export const contentResolvers = {
     search: (_: unknown, args: { query: string }, ctx: GraphQLContext) => searchObjects(ctx, args.query),
     searchAll: async (_: unknown, args: { query: string }, ctx: GraphQLContext) => {
       const [tags, objects] = await Promise.all([
-        viaCore(() => ctx.services.core.tags.getMany(searchTokens(args.query))),
+        viaCore(() => ctx.services.core.tags.getMany(viewerOf(ctx), searchTokens(args.query))),
         searchObjects(ctx, args.query),
       ]);
       return [...tags.values(), ...objects];

