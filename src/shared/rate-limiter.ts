@@ -17,7 +17,8 @@ export interface SlidingWindowLimiter {
   /**
    * Counts one request for `key` if it fits under `limit`; refused requests are not counted. With
    * `cost` (a whole number, default 1) the request counts that many points, and fits only if all of
-   * them do: the GraphQL complexity budget spends a query's points this way.
+   * them do: the GraphQL complexity budget spends a query's points this way. A key is spent either
+   * always with a cost or never (the Redis store counts the two ways differently).
    */
   hit(key: string, limit: number, windowSeconds: number, cost?: number): Promise<RateDecision>;
   /** The decision a hit would get now, without counting anything. */

@@ -75,9 +75,10 @@ export class RedisSlidingWindowLimiter implements SlidingWindowLimiter {
     private readonly keyPrefix = 'atrium:rl:',
   ) {}
 
-  hit(key: string, limit: number, windowSeconds: number, cost = 1): Promise<RateDecision> {
-    if (checkCost(cost) === 1) return this.decide(key, limit, windowSeconds, true);
-    return this.decideWeighted(key, limit, windowSeconds, cost);
+  async hit(key: string, limit: number, windowSeconds: number, cost?: number): Promise<RateDecision> {
+    // A plain hit counts members (cheap for REST's large windows); a costed one sums points.
+    if (cost === undefined) return this.decide(key, limit, windowSeconds, true);
+    return this.decideWeighted(key, limit, windowSeconds, checkCost(cost));
   }
 
   peek(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {

@@ -160,7 +160,10 @@ describe.skipIf(testDialect() !== 'postgres')('deep pages seek on PostgreSQL', (
   it('posts: page 500 seeks the primary key by the time-ordered id and reads what page 1 reads', async () => {
     const page = async (after?: string) => {
       const recording = gate.record('SelectQueryNode', 'posts');
-      const connection = await atrium.services.core.posts.list(null, { first: PAGE, ...(after ? { after } : {}) });
+      const connection = await atrium.services.core.posts.list(null, {
+        first: PAGE,
+        ...(after ? { after } : {}),
+      });
       recording.stop();
       // The page itself is the statement that asks for one row more than the page.
       const plans = await Promise.all(recording.nodes.map(explain));

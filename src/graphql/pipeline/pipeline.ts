@@ -162,10 +162,9 @@ export function createPipeline(
       if (errors.length > 0) return { errors };
       const operationName = params.operationName ?? undefined;
       if (!getOperationAST(document, operationName)) {
-        const message = operationName
-          ? `Unknown operation named "${operationName}".`
-          : 'Name the operation to run: the document has several.';
-        return { errors: [new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } })] };
+        // Yoga's own words for the same case over HTTP, so every transport says the same.
+        const message = 'Could not determine what operation to execute.';
+        return { errors: [new GraphQLError(message, { extensions: { http: { status: 400 } } })] };
       }
       const contextValue = await enveloped.contextFactory();
       return {

@@ -1,8 +1,31 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { GraphQLError } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/fastify';
 import type { Services } from '../../compose.js';
 import { headerValue } from '../../http/auth.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+
+/** An error as the client sees it: Yoga's internal `http` extension stays on the server. */
+function publicError(error: GraphQLError) {
+  const { http: _http, ...extensions } = error.extensions as Record<string, unknown>;
+  return { ...error.toJSON(), extensions };
+}
+
+/**
+ * A request the pipeline refused, answered before any stream opens (as graphql-sse answers its own
+ * request errors): 400, or the error's own 4xx status, with `{ errors }`.
+ */
+function refusal(errors: readonly GraphQLError[]) {
+  const http = errors[0]?.extensions.http as { status?: number } | undefined;
+  const status = http?.status !== undefined && http.status >= 400 ? http.status : 400;
+  const body = JSON.stringify({ errors: errors.map(publicError) });
+  return [
+    body,
+    { status, statusText: status === 400 ? 'Bad Request' : 'Refused', headers: JSON_HEADERS },
+  ] as never;
+}
 
 /**
  * graphql-sse at /graphql/stream ("distinct connections" mode: one stream per operation, by GET or
@@ -43,13 +66,7 @@ export function registerSse(
         address: request.ip,
         requestId: request.id,
       });
-      if ('errors' in prepared) {
-        const errors = prepared.errors.map((e) => {
-          const { http: _http, ...extensions } = e.extensions as Record<string, unknown>;
-          return { ...e.toJSON(), extensions };
-        });
-        return { errors } as never;
-      }
+      if ('errors' in prepared) return refusal(prepared.errors);
       return prepared.args as never;
     },
   });

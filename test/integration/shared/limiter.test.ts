@@ -42,6 +42,21 @@ describe.each(subjects)('SlidingWindowLimiter contract: $name', (subject) => {
     limiter = subject.make();
   });
 
+  it('counts a weighted hit as its cost, and refuses a cost that does not fit whole', async () => {
+    const key = freshKey();
+    expect(await limiter.hit(key, 10, 60, 4)).toMatchObject({ allowed: true, remaining: 6 });
+    expect(await limiter.hit(key, 10, 60, 5)).toMatchObject({ allowed: true, remaining: 1 });
+    // 2 points do not fit in the 1 left: refused, and nothing is counted.
+    expect(await limiter.hit(key, 10, 60, 2)).toMatchObject({ allowed: false, remaining: 0 });
+    expect(await limiter.hit(key, 10, 60, 1)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await limiter.hit(key, 10, 60, 1)).toMatchObject({ allowed: false });
+  });
+
+  it('refuses a cost that is not a positive whole number', async () => {
+    await expect(limiter.hit(freshKey(), 10, 60, 0)).rejects.toThrow(RangeError);
+    await expect(limiter.hit(freshKey(), 10, 60, 1.5)).rejects.toThrow(RangeError);
+  });
+
   it('allows up to the limit, then refuses with remaining 0', async () => {
     const key = freshKey();
     const remaining: number[] = [];
