@@ -53,8 +53,6 @@ export function registerMetrics(app: FastifyInstance, store: Store, registry = n
     done();
   });
 
-  // Modules that own a figure (shared-state health, queues) register it here, not in a registry of their own.
-  app.decorate('metricsRegistry', registry);
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();
