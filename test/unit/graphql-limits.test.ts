@@ -83,14 +83,14 @@ describe('depth: at most 7 levels', () => {
     return `{ ${body.replace(/^best/, 'me')} }`;
   };
 
-  it('accepts 7 levels and refuses 8', () => {
-    expect(errorsOf(nested(7))).toEqual([]);
-    expect(errorsOf(nested(8))).toEqual(['The query nests 8 levels deep; at most 7 are allowed.']);
+  it('accepts 7 levels below the root field and refuses 8', () => {
+    expect(errorsOf(nested(8))).toEqual([]);
+    expect(errorsOf(nested(9))).toEqual(['The query nests 8 levels deep; at most 7 are allowed.']);
   });
 
   it('follows fragments and inline fragments', () => {
     const q =
-      'query { me { ...A } } fragment A on User { best { ... on User { best { best { best { best { best { id } } } } } } } }';
+      'query { me { ...A } } fragment A on User { best { ... on User { best { best { best { best { best { best { id } } } } } } } } }';
     expect(errorsOf(q)).toEqual(['The query nests 8 levels deep; at most 7 are allowed.']);
   });
 

@@ -43,7 +43,7 @@ function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode
   return map;
 }
 
-/** Field depth: `{ me { id } }` is 2. Fragments count where they are spread. */
+/** Fields on the longest path: `{ me { id } }` is 2. Fragments count where they are spread. */
 export function selectionDepth(
   set: SelectionSetNode,
   fragments: Fragments,
@@ -157,13 +157,15 @@ export function operationCost(
   return root ? selectionCost(schema, operation.selectionSet, root, fragmentsOf(document)) : 0;
 }
 
-/** Validation rule: every operation of the document nests at most `max` fields deep. */
+/** Validation rule: every operation of the document nests at most `max` levels below its root fields. */
 export function depthLimitRule(max = MAX_DEPTH): ValidationRule {
   return (context: ValidationContext): ASTVisitor => {
     const fragments = fragmentsOf(context.getDocument());
     return {
       OperationDefinition(node) {
-        const depth = selectionDepth(node.selectionSet, fragments);
+        // Root fields are level 0, as graphql-depth-limit counts: `{ me { id } }` is 1 deep, and the
+        // issue's posts → comments → author query (8 fields on its longest path) is exactly 7.
+        const depth = selectionDepth(node.selectionSet, fragments) - 1;
         if (depth > max) {
           context.reportError(
             new GraphQLError(`The query nests ${depth} levels deep; at most ${max} are allowed.`, {

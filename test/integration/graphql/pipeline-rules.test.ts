@@ -47,7 +47,7 @@ describe('GraphQL pipeline rules on every transport', () => {
         transport,
         base,
         {
-          query: '{ posts { edges { node { author { posts { edges { node { id } } } } } } } }',
+          query: '{ posts { edges { node { author { posts { edges { node { author { id } } } } } } } } }',
         },
         { 'x-api-key': key },
       );
