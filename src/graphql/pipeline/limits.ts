@@ -43,23 +43,27 @@ function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode
   return map;
 }
 
-/** Levels of fields: `{ me { id } }` has 2. Fragments count where they are spread. */
-export function fieldLevels(set: SelectionSetNode, fragments: Fragments, seen = new Set<string>()): number {
+/** Fields on the longest path: `{ me { id } }` is 2. Fragments count where they are spread. */
+export function selectionDepth(
+  set: SelectionSetNode,
+  fragments: Fragments,
+  seen = new Set<string>(),
+): number {
   let deepest = 0;
   for (const selection of set.selections) {
     if (selection.kind === Kind.FIELD) {
       if (isMetaField(selection.name.value)) continue;
-      const below = selection.selectionSet ? fieldLevels(selection.selectionSet, fragments, seen) : 0;
+      const below = selection.selectionSet ? selectionDepth(selection.selectionSet, fragments, seen) : 0;
       deepest = Math.max(deepest, 1 + below);
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      deepest = Math.max(deepest, fieldLevels(selection.selectionSet, fragments, seen));
+      deepest = Math.max(deepest, selectionDepth(selection.selectionSet, fragments, seen));
     } else {
       const name = selection.name.value;
       const fragment = fragments.get(name);
       // A cycle or unknown fragment is reported by graphql's own rules; here it adds nothing.
       if (!fragment || seen.has(name)) continue;
       seen.add(name);
-      deepest = Math.max(deepest, fieldLevels(fragment.selectionSet, fragments, seen));
+      deepest = Math.max(deepest, selectionDepth(fragment.selectionSet, fragments, seen));
       seen.delete(name);
     }
   }
@@ -153,16 +157,15 @@ export function operationCost(
   return root ? selectionCost(schema, operation.selectionSet, root, fragmentsOf(document)) : 0;
 }
 
-/** Validation rule: every operation of the document nests at most `max` fields deep. */
+/** Validation rule: every operation of the document nests at most `max` levels below its root fields. */
 export function depthLimitRule(max = MAX_DEPTH): ValidationRule {
   return (context: ValidationContext): ASTVisitor => {
     const fragments = fragmentsOf(context.getDocument());
     return {
       OperationDefinition(node) {
-        // Depth as graphql-depth-limit counts it: a root field is at depth 0, so `{ me { id } }` is 1
-        // and the issue's `posts { edges { node { comments { edges { node { author { handle }}}}}}}}`
-        // is exactly 7.
-        const depth = Math.max(0, fieldLevels(node.selectionSet, fragments) - 1);
+        // Root fields are level 0, as graphql-depth-limit counts: `{ me { id } }` is 1 deep, and the
+        // issue's posts → comments → author query (8 fields on its longest path) is exactly 7.
+        const depth = selectionDepth(node.selectionSet, fragments) - 1;
         if (depth > max) {
           context.reportError(
             new GraphQLError(`The query nests ${depth} levels deep; at most ${max} are allowed.`, {
