@@ -175,7 +175,9 @@ describe('the purge job', () => {
     const worker = await startTestAtrium({}, ['worker']);
     const api = await startTestAtrium({}, ['api']);
     try {
-      expect(worker.http).toBeUndefined();
+      // Every role answers health and metrics over HTTP; a worker serves no API routes.
+      expect(worker.http!.hasRoute({ method: 'GET', url: '/api/v2/orders' })).toBe(false);
+      expect(api.http!.hasRoute({ method: 'GET', url: '/api/v2/orders' })).toBe(true);
       expect(await worker.services.metrics.getSingleMetricAsString('atrium_purged_rows_total')).toContain(
         'kind="refresh_tokens"',
       );

@@ -1,17 +1,17 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { Dialect } from '../dialect.js';
 import { initial } from './0001_initial.js';
+import { webhooks } from './0003_webhooks.js';
 import { retention } from './0005_retention.js';
 import { grpcActivity } from './0006_grpc.js';
-import { webhooks } from './0003_webhooks.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001_initial': initial(dialect) as { up(db: Kysely<unknown>): Promise<void> },
+    '0003_webhooks': webhooks(dialect) as { up(db: Kysely<unknown>): Promise<void> },
     '0005_retention': retention() as { up(db: Kysely<unknown>): Promise<void> },
     '0006_grpc': grpcActivity,
-    '0003_webhooks': webhooks(dialect) as { up(db: Kysely<unknown>): Promise<void> },
   };
 }
 
