@@ -43,7 +43,13 @@ export class RedisBroadcast implements Broadcast {
     if (!set) this.channels.set(channel, (set = new Set()));
     set.add(listener);
     // SUBSCRIBE answers once Redis will deliver to us; repeating it for a known channel is harmless.
-    await this.subscriber.subscribe(this.prefix + channel);
+    // With Redis down the instance still starts (and serves everything else): the channel is
+    // subscribed when the connection is back, as the limiter and cache also recover then.
+    const subscriber = this.subscriber;
+    const name = this.prefix + channel;
+    await subscriber.subscribe(name).catch(() => {
+      subscriber.once('ready', () => void subscriber.subscribe(name).catch(() => undefined));
+    });
     return () => {
       set.delete(listener);
       if (set.size === 0 && this.channels.get(channel) === set) {

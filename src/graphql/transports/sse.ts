@@ -82,11 +82,15 @@ export function registerSse(
       if (Buffer.isBuffer(req.body))
         (req as { body: unknown }).body = req.body.length ? req.body.toString('utf8') : undefined;
       reply.hijack();
+      // A stream ended by shutdown or by the client may still be written to once by graphql-sse;
+      // that write fails on the response, and must not become the process's uncaught error.
+      reply.raw.on('error', (err) => req.log.debug({ err: err.message }, 'graphql-sse stream error'));
       open.add(reply);
       const started = process.hrtime.bigint();
       try {
         await handler(req, reply);
       } catch (err) {
+        if (reply.raw.writableEnded) return;
         services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
         if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
         reply.raw.end(
