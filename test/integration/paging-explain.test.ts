@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../helpers/atrium.js';
 import { testDialect } from '../helpers/database.js';
 import { StatementGate } from '../helpers/statement-gate.js';
+import { SYSTEM_ACTOR } from '../../src/domain/actor.js';
 
 const ROWS = 12_000; // page 500 of 20 starts after row 9,980
 const PAGE = 20;
@@ -160,7 +161,7 @@ describe.skipIf(testDialect() !== 'postgres')('deep pages seek on PostgreSQL', (
   it('posts: page 500 seeks the primary key by the time-ordered id and reads what page 1 reads', async () => {
     const page = async (after?: string) => {
       const recording = gate.record('SelectQueryNode', 'posts');
-      const connection = await atrium.services.core.posts.list(null, {
+      const connection = await atrium.services.core.posts.list(SYSTEM_ACTOR, {
         first: PAGE,
         ...(after ? { after } : {}),
       });
