@@ -9,7 +9,7 @@
  * The load generator is grpc-js in this process: BENCH_CONNECTIONS channels (each its own HTTP/2
  * connection), each keeping one call in flight, for a warm-up and then BENCH_SECONDS.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +18,7 @@ import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { UserServiceClient, type User } from '../src/grpc/gen/users/v1/users.gen.js';
-
-const root = fileURLToPath(new URL('..', import.meta.url));
+import { startChild as startServer } from './child.js';
 
 export interface GrpcBenchOptions {
   databaseUrl: string;
@@ -40,33 +39,10 @@ export interface GrpcFigure {
   errors: number;
 }
 
-function startChild(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: ChildProcess; address: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = ready.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      // Drained and dropped from here on, as a log shipper would take it.
-      child.stdout!.off('data', onData).on('data', () => undefined);
-      child.stderr!.off('data', onData).on('data', () => undefined);
-      resolve({ child, address: m[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
+/** The shared launcher, naming the captured gRPC address for what it is. */
+async function startChild(args: string[], env: Record<string, string>, ready: RegExp) {
+  const { child, url } = await startServer(args, env, ready);
+  return { child, address: url };
 }
 
 interface Run {

@@ -3,12 +3,13 @@
  * on the same machine. Servers run in child processes so the load generator does not share their
  * event loop. Prints requests/s, p50 and p99 for each, and the ratio to the baseline.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { startChild } from './child.js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
@@ -33,42 +34,6 @@ interface Figure {
   p99: number;
   errors: number;
   non2xx: number;
-}
-
-function startChild(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start: ${out}`)),
-      Number(process.env.BENCH_START_TIMEOUT_MS ?? 120_000),
-    );
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = ready.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        // From here on the output (one access line per request) is drained and dropped, as a log
-        // shipper would take it. Accumulating and re-scanning it cost this process more CPU with
-        // every request and took it from the server and autocannon on the same cores.
-        child.stdout!.off('data', onData).on('data', () => undefined);
-        child.stderr!.off('data', onData).on('data', () => undefined);
-        out = '';
-        resolve({ child, url: m[1]! });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
 }
 
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
