@@ -41,3 +41,20 @@ export function startChild(
     child.on('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
   });
 }
+
+/**
+ * Stops the children and waits until they have exited. A serving process holds its SQLite file's
+ * lock until it exits, so the next stage of a run can only start its own server after this.
+ */
+export async function stopChildren(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.splice(0).map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}

@@ -18,7 +18,7 @@ import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { UserServiceClient, type User } from '../src/grpc/gen/users/v1/users.gen.js';
-import { startChild as startServer } from './child.js';
+import { startChild as startServer, stopChildren } from './child.js';
 
 export interface GrpcBenchOptions {
   databaseUrl: string;
@@ -194,7 +194,7 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
       errors: real.errors + base.errors,
     };
   } finally {
-    for (const c of children) c.kill('SIGTERM');
+    await stopChildren(children);
   }
 }
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { startChild } from './child.js';
+import { startChild, stopChildren } from './child.js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
@@ -173,6 +173,8 @@ async function main() {
       'errors/non-2xx': `${a.errors}/${a.non2xx}`,
     }));
     console.table(rows);
+    // Each later stage starts its own server on the same SQLite file, which one process holds.
+    await stopChildren(children);
     // gRPC GetUser against a bare grpc-js server (bench/grpc.ts), on the same database.
     const grpcRow = await benchGrpc({
       databaseUrl,
@@ -197,7 +199,7 @@ async function main() {
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
     console.log(`written bench/results/latest.json (${DURATION}s per endpoint, ${CONNECTIONS} connections)`);
   } finally {
-    for (const c of children) c.kill('SIGTERM');
+    await stopChildren(children);
     rmSync(dir, { recursive: true, force: true });
   }
 }
