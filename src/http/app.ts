@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
@@ -46,7 +46,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     loggerInstance: options.logger as FastifyBaseLogger,
     genReqId: genRequestId,
     // One access line per response (below) instead of Fastify's two per request.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     // Only TRUST_PROXY's proxies may name the client in X-Forwarded-For; request.ip is then the
     // real client for the per-address limits and the access log, and a forged header from any
