@@ -26,6 +26,11 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How long finished events and their attempt records are kept. */
   retentionMs?: number;
+  /**
+   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN); returns the unsubscribe.
+   * Without it, work written elsewhere is found by the poll.
+   */
+  listen?: (wake: () => void) => { close(): Promise<void> };
 }
 
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -37,12 +42,14 @@ const INTERRUPTED = 'interrupted: the worker stopped before this attempt recorde
 /**
  * The delivery worker: fans committed events out to endpoints, claims due deliveries, makes one
  * signed attempt each, and records every outcome. Woken by `event.recorded` after a commit in this
- * process, by its own timers for scheduled retries, and by a poll for work from other processes.
+ * process, by a PostgreSQL NOTIFY after a commit in another, by its own timers for scheduled
+ * retries, and by a poll as the fallback.
  */
 export class WebhookWorker {
   readonly outbox: Outbox;
   private readonly sender: WebhookSender;
   private readonly concurrency: number;
+  private readonly claimBatch: number;
   private readonly pollMs: number;
   private readonly retentionMs: number;
   private running = false;
@@ -56,6 +63,7 @@ export class WebhookWorker {
   private flushing: Promise<void> | undefined;
   private readonly idle = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
+  private listener: { close(): Promise<void> } | undefined;
   private lastPurge = 0;
 
   constructor(private readonly options: WorkerOptions) {
@@ -66,6 +74,7 @@ export class WebhookWorker {
       ...(options.resolve ? { resolve: options.resolve } : {}),
     });
     this.concurrency = options.concurrency ?? 64;
+    this.claimBatch = Math.max(1, Math.floor(this.concurrency / 4));
     this.pollMs = options.pollMs ?? 500;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   }
@@ -77,10 +86,12 @@ export class WebhookWorker {
       const released = await this.outbox.releaseAbandonedLeases(this.options.clock.now());
       if (released > 0) this.options.logger.warn({ released }, 'webhook attempts interrupted by a restart');
     }
-    this.unsubscribe = this.options.bus.on('event.recorded', () => {
+    const wake = () => {
       this.eventsWaiting = true;
       this.kick();
-    });
+    };
+    this.unsubscribe = this.options.bus.on('event.recorded', wake);
+    this.listener = this.options.listen?.(wake);
     this.kick();
   }
 
@@ -89,6 +100,7 @@ export class WebhookWorker {
     if (!this.running) return;
     this.running = false;
     this.unsubscribe?.();
+    await this.listener?.close();
     if (this.timer) clearTimeout(this.timer);
     while (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) {
       await new Promise<void>((resolve) => this.idle.add(resolve));
@@ -119,8 +131,11 @@ export class WebhookWorker {
           if (handled > 0) this.eventsWaiting = true; // a full batch may have left more behind
         }
         const room = this.concurrency - this.inFlight;
-        claimedAll = false;
-        if (room > 0 && this.running) {
+        // Claim in batches: with attempts in flight, wait until a quarter of the slots are free, so
+        // one claim statement serves many deliveries instead of one each; the attempts finishing
+        // meanwhile will kick again. An idle worker claims whatever is due at once (lag).
+        claimedAll = this.inFlight > 0 && room < this.claimBatch;
+        if (!claimedAll && room > 0 && this.running) {
           const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
           const claimed = await this.outbox.claim(now, room, lease);
           for (const delivery of claimed) this.launch(delivery);
