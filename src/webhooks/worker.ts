@@ -56,7 +56,10 @@ export class WebhookWorker {
   private busy = false;
   private again = false;
   private eventsWaiting = true;
+  /** Attempts being sent. */
   private inFlight = 0;
+  /** Attempts claimed whose outcome is not written yet (sending, or waiting for the batch write). */
+  private unrecorded = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private pending: Completion[] = [];
@@ -74,7 +77,7 @@ export class WebhookWorker {
       ...(options.resolve ? { resolve: options.resolve } : {}),
     });
     this.concurrency = options.concurrency ?? 64;
-    this.claimBatch = Math.max(1, Math.floor(this.concurrency / 4));
+    this.claimBatch = Math.max(1, Math.floor(this.concurrency / 8));
     this.pollMs = options.pollMs ?? 500;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   }
@@ -102,7 +105,7 @@ export class WebhookWorker {
     this.unsubscribe?.();
     await this.listener?.close();
     if (this.timer) clearTimeout(this.timer);
-    while (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) {
+    while (this.unrecorded > 0 || this.busy || this.pending.length > 0 || this.flushing) {
       await new Promise<void>((resolve) => this.idle.add(resolve));
     }
     this.sender.close();
@@ -131,10 +134,13 @@ export class WebhookWorker {
           if (handled > 0) this.eventsWaiting = true; // a full batch may have left more behind
         }
         const room = this.concurrency - this.inFlight;
-        // Claim in batches: with attempts in flight, wait until a quarter of the slots are free, so
+        // Claim in batches: with attempts in flight, wait until an eighth of the slots are free, so
         // one claim statement serves many deliveries instead of one each; the attempts finishing
         // meanwhile will kick again. An idle worker claims whatever is due at once (lag).
-        claimedAll = this.inFlight > 0 && room < this.claimBatch;
+        // Outcomes waiting for a slow database hold their leases: no more claims until they are written.
+        claimedAll =
+          (this.inFlight > 0 && room < this.claimBatch) ||
+          this.unrecorded - this.inFlight >= this.concurrency;
         if (!claimedAll && room > 0 && this.running) {
           const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
           const claimed = await this.outbox.claim(now, room, lease);
@@ -148,6 +154,7 @@ export class WebhookWorker {
         }
       } while (this.again && this.running);
       if (this.running && !claimedAll) await this.armTimer();
+      else if (this.running) this.arm(this.pollMs); // the attempts under way kick again; this is a backstop
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker pass failed');
       if (this.running) this.arm(this.pollMs);
@@ -179,15 +186,32 @@ export class WebhookWorker {
     }, waitMs);
   }
 
+  /**
+   * The slot is freed when the attempt ends, not when its outcome is written: the write is batched
+   * with others and a slot held through it would leave the receiver idle for a round trip.
+   */
   private launch(delivery: ClaimedDelivery): void {
     this.inFlight += 1;
+    this.unrecorded += 1;
+    let sent = false;
+    const release = () => {
+      if (sent) return;
+      sent = true;
+      this.inFlight -= 1;
+      this.kick();
+    };
     void this.attempt(delivery)
-      .then((completion) => this.record(completion))
+      .then((completion) => {
+        release();
+        return this.record(completion);
+      })
       .catch((err: unknown) =>
         this.options.logger.error({ err, delivery: delivery.id }, 'webhook attempt failed'),
       )
       .finally(() => {
-        this.inFlight -= 1;
+        release();
+        this.unrecorded -= 1;
+        // A claim may have been held back for unwritten outcomes; this one is written now.
         this.kick();
         this.notifyIdle();
       });
@@ -328,7 +352,7 @@ export class WebhookWorker {
   }
 
   private notifyIdle(): void {
-    if (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) return;
+    if (this.unrecorded > 0 || this.busy || this.pending.length > 0 || this.flushing) return;
     for (const resolve of this.idle) resolve();
     this.idle.clear();
   }
