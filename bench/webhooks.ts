@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createAtrium } from '../src/compose.js';
+import { type Atrium, createAtrium } from '../src/compose.js';
 import { parseConfig } from '../src/config/schema.js';
 import { SYSTEM_ACTOR } from '../src/domain/actor.js';
 import { iso, unixSeconds } from '../src/domain/clock.js';
@@ -23,6 +23,8 @@ import { newEventId } from '../src/domain/ids.js';
 import { envelopeBody } from '../src/webhooks/event-types.js';
 import { webhooksOf } from '../src/webhooks/index.js';
 import { signatureHeader } from '../src/webhooks/signing.js';
+import { signalOutbox } from '../src/store/outbox-signal.js';
+import { startChild, stopChildren } from './child.js';
 
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 5000);
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
@@ -119,9 +121,75 @@ async function bareClient(url: string, count: number): Promise<number> {
 interface EngineFigures {
   engine: string;
   deliveriesPerSecond: number;
+  /** The bare client's req/s, mean of a run just before and one just after the drain. */
+  bare: number;
+  statementsPerDelivery: number;
+  commitsPerDelivery: number | null;
   lagP50: number;
   lagP99: number;
   lagCount: number;
+  splitLagP50: number | null;
+  splitLagP99: number | null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Committed transactions in one PostgreSQL database (the statistics lag up to a second). */
+async function commitsOf(url: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query('SELECT pg_stat_clear_snapshot()');
+  const r = await c.query<{ n: string }>(
+    'SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
+  await c.end();
+  return Number(r.rows[0]!.n);
+}
+
+/**
+ * Orders made through the core at a steady rate; returns the lag of each one's first attempt
+ * (event committed → attempt started), read from the attempt records.
+ */
+async function measureLag(
+  services: Atrium['services'],
+  userId: string,
+  productId: string,
+): Promise<number[]> {
+  const actor = { id: userId, kind: 'user' as const, role: 'member' as const };
+  const address = { name: 'B', street: '1 Main St', city: 'Springfield', postalCode: '12345', country: 'US' };
+  const since = iso(new Date());
+  const total = RATE * SECONDS;
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const wait = t0 + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await sleep(wait);
+    await services.core.orders.create(actor, {
+      items: [{ productId, quantity: 1 }],
+      currency: 'USD',
+      shippingAddress: address,
+    });
+  }
+  const db = services.store.db;
+  for (let tries = 0; tries < 100; tries++) {
+    const row = await db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('d.status', '=', 'delivered')
+      .where('e.created_at', '>=', since)
+      .executeTakeFirstOrThrow();
+    if (Number(row.n) >= total) break;
+    await sleep(100);
+  }
+  const rows = await db
+    .selectFrom('delivery_attempts as a')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .select(['a.created_at as attempted', 'e.created_at as recorded'])
+    .where('a.attempt', '=', 1)
+    .where('e.created_at', '>=', since)
+    .execute();
+  return rows.map((r) => Date.parse(r.attempted) - Date.parse(r.recorded)).sort((a, b) => a - b);
 }
 
 async function benchEngine(engine: string, receiverUrl: string): Promise<EngineFigures> {
@@ -132,84 +200,125 @@ async function benchEngine(engine: string, receiverUrl: string): Promise<EngineF
       : { url: `sqlite:${join(dir, 'bench.db')}`, drop: async () => undefined };
   try {
     const config = parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
-    // Phase 1, throughput: the outbox is filled first, then a worker drains it.
     const api = await createAtrium(config, ['api']);
-    const { services } = api;
-    const user = await services.core.users.create({ handle: 'hookbench', email: 'hookbench@example.com' });
-    await webhooksOf(services).endpoints.create(SYSTEM_ACTOR, { url: receiverUrl, userId: user.id });
-    const data = JSON.stringify({ id: 'ord_bench', amount_cents: 2500, currency: 'USD', status: 'PENDING' });
-    for (let i = 0; i < DELIVERIES; i += 500) {
-      const now = new Date();
-      const rows = Array.from({ length: Math.min(500, DELIVERIES - i) }, () => ({
-        id: newEventId(now.getTime()),
-        type: 'order.created',
-        api_version: '2026-11-01',
-        owner_id: user.id,
-        data,
-        created: unixSeconds(now),
-        created_at: iso(now),
-        dispatched_at: null,
-      }));
-      await services.store.db.insertInto('events').values(rows).execute();
-    }
+    const user = await api.services.core.users.create({
+      handle: 'hookbench',
+      email: 'hookbench@example.com',
+    });
+    await webhooksOf(api.services).endpoints.create(SYSTEM_ACTOR, { url: receiverUrl, userId: user.id });
+    const product = await api.services.core.products.create({ name: 'Bench', priceCents: 1250 });
     await api.close();
 
+    // Phase 1, throughput: a running, idle worker; DELIVERIES events committed in one transaction
+    // (with the outbox wake-up every writer sends); the clock runs from that commit until every
+    // delivery has its 2xx recorded in the database.
     const worker = await createAtrium(config, ['worker']);
-    const started = performance.now();
     const db = worker.services.store.db;
+    const data = JSON.stringify({ id: 'ord_bench', amount_cents: 2500, currency: 'USD', status: 'PENDING' });
+    await sleep(300); // the worker's first pass and its LISTEN are done
+    // The peer runs just before and just after the drain, and the figure is their mean, so a change
+    // in the machine's load during the run weighs on both sides.
+    const bareBefore = await bareClient(receiverUrl, DELIVERIES);
+    const statementsBefore = worker.services.store.statementCount();
+    const commitsBefore = engine === 'postgres' ? await commitsOf(database.url) : 0;
+    let started = 0;
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < DELIVERIES; i += 500) {
+        const now = new Date();
+        const rows = Array.from({ length: Math.min(500, DELIVERIES - i) }, () => ({
+          id: newEventId(now.getTime()),
+          type: 'order.created',
+          api_version: '2026-11-01',
+          owner_id: user.id,
+          data,
+          created: unixSeconds(now),
+          created_at: iso(now),
+          dispatched_at: null,
+        }));
+        await trx.insertInto('events').values(rows).execute();
+      }
+      await signalOutbox(trx, worker.services.store.dialect);
+      started = performance.now(); // the COMMIT goes out when this callback returns
+    });
+    worker.services.bus.emit({ kind: 'event.recorded', eventId: 'bench', type: 'order.created' });
+    // The poll runs on its own connection: its statements are not the worker's.
+    const poll = engine === 'postgres' ? new pg.Client({ connectionString: database.url }) : undefined;
+    await poll?.connect();
+    let polls = 0;
     for (;;) {
-      const row = await db
-        .selectFrom('webhook_deliveries')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'delivered')
-        .executeTakeFirstOrThrow();
-      if (Number(row.n) >= DELIVERIES) break;
-      await new Promise((r) => setTimeout(r, 20));
+      polls += 1;
+      const n = poll
+        ? Number(
+            (
+              await poll.query<{ n: string }>(
+                "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'delivered'",
+              )
+            ).rows[0]!.n,
+          )
+        : Number(
+            (
+              await db
+                .selectFrom('webhook_deliveries')
+                .select((eb) => eb.fn.countAll<number>().as('n'))
+                .where('status', '=', 'delivered')
+                .executeTakeFirstOrThrow()
+            ).n,
+          );
+      if (n >= DELIVERIES) break;
+      await sleep(10);
     }
-    const deliveriesPerSecond = (DELIVERIES / (performance.now() - started)) * 1000;
+    const elapsed = performance.now() - started;
+    await poll?.end();
+    const statements = worker.services.store.statementCount() - statementsBefore - (poll ? 0 : polls);
+    const attempts = await db
+      .selectFrom('delivery_attempts')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    if (Number(attempts.n) !== DELIVERIES) {
+      throw new Error(`expected ${DELIVERIES} attempt records, found ${attempts.n}`);
+    }
+    const bareAfter = await bareClient(receiverUrl, DELIVERIES);
     await worker.close();
+    let commitsPerDelivery: number | null = null;
+    if (engine === 'postgres') {
+      await sleep(1500); // backends flush their statistics at most once a second
+      // Less the bench's own: the events' transaction and the polls.
+      const commits = (await commitsOf(database.url)) - commitsBefore - 1 - polls - 1;
+      commitsPerDelivery = commits / DELIVERIES;
+    }
 
     // Phase 2, lag: one process with every role, changes made through the core at a steady rate.
     const all = await createAtrium(config, ['api', 'worker']);
-    const product = await all.services.core.products.create({ name: 'Bench', priceCents: 1250 });
-    const actor = { id: user.id, kind: 'user' as const, role: 'member' as const };
-    const address = {
-      name: 'B',
-      street: '1 Main St',
-      city: 'Springfield',
-      postalCode: '12345',
-      country: 'US',
-    };
-    const since = iso(new Date());
-    const total = RATE * SECONDS;
-    const t0 = performance.now();
-    for (let i = 0; i < total; i++) {
-      const due = t0 + (i * 1000) / RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      await all.services.core.orders.create(actor, {
-        items: [{ productId: product.id, quantity: 1 }],
-        currency: 'USD',
-        shippingAddress: address,
-      });
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-    const rows = await all.services.store.db
-      .selectFrom('delivery_attempts as a')
-      .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .select(['a.created_at as attempted', 'e.created_at as recorded'])
-      .where('a.attempt', '=', 1)
-      .where('e.created_at', '>=', since)
-      .execute();
+    const lags = await measureLag(all.services, user.id, product.id);
     await all.close();
-    const lags = rows.map((r) => Date.parse(r.attempted) - Date.parse(r.recorded)).sort((a, b) => a - b);
+
+    // Phase 3 (PostgreSQL), lag with the worker in a process of its own, woken by NOTIFY.
+    let split: number[] | null = null;
+    if (engine === 'postgres') {
+      const child = await startChild(
+        ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--role', 'worker'],
+        { NODE_ENV: 'test', DATABASE_URL: database.url, LOG_LEVEL: 'info' },
+        /"atrium started"()/,
+      );
+      try {
+        const apiOnly = await createAtrium(config, ['api']);
+        split = await measureLag(apiOnly.services, user.id, product.id);
+        await apiOnly.close();
+      } finally {
+        await stopChildren([child.child]);
+      }
+    }
     return {
       engine,
-      deliveriesPerSecond,
+      deliveriesPerSecond: (DELIVERIES / elapsed) * 1000,
+      bare: (bareBefore + bareAfter) / 2,
+      statementsPerDelivery: statements / DELIVERIES,
+      commitsPerDelivery,
       lagP50: percentile(lags, 50),
       lagP99: percentile(lags, 99),
       lagCount: lags.length,
+      splitLagP50: split ? percentile(split, 50) : null,
+      splitLagP99: split ? percentile(split, 99) : null,
     };
   } finally {
     await database.drop();
@@ -220,23 +329,28 @@ async function benchEngine(engine: string, receiverUrl: string): Promise<EngineF
 export async function runWebhookBench(): Promise<Array<Record<string, unknown>>> {
   const receiver = await startReceiver();
   try {
-    const bare = await bareClient(receiver.url, DELIVERIES);
     const rows: Array<Record<string, unknown>> = [];
     for (const engine of ENGINES) {
       const f = await benchEngine(engine, receiver.url);
       rows.push({
         engine: f.engine,
         'deliveries/s': Math.round(f.deliveriesPerSecond),
-        'bare client req/s': Math.round(bare),
-        'ratio (deliveries/s)': Number((f.deliveriesPerSecond / bare).toFixed(2)),
+        'bare client req/s': Math.round(f.bare),
+        'ratio (deliveries/s)': Number((f.deliveriesPerSecond / f.bare).toFixed(2)),
+        'stmts/delivery': Number(f.statementsPerDelivery.toFixed(3)),
+        'commits/delivery': f.commitsPerDelivery === null ? '-' : Number(f.commitsPerDelivery.toFixed(3)),
         'lag p50 ms': f.lagP50,
         'lag p99 ms': f.lagP99,
         'lag samples': f.lagCount,
+        'split lag p50 ms': f.splitLagP50 ?? '-',
+        'split lag p99 ms': f.splitLagP99 ?? '-',
       });
     }
     console.table(rows);
     console.log(
-      `webhooks: ${DELIVERIES} deliveries drained from the outbox; lag at ${RATE} events/s for ${SECONDS} s (recorded → first attempt)`,
+      `webhooks: ${DELIVERIES} events committed at once, timed from the commit to the last 2xx recorded; ` +
+        `lag at ${RATE} orders/s for ${SECONDS} s (event committed → first attempt), in one process and ` +
+        `(split) with an --role api process and a separate --role worker process`,
     );
     return rows;
   } finally {

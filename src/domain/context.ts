@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DomainBus, DomainSignal } from '../events/bus.js';
+import { signalOutbox } from '../store/outbox-signal.js';
 import type { Db, Store } from '../store/store.js';
 import type { Database } from '../store/types.js';
 import type { Clock } from './clock.js';
@@ -32,6 +33,7 @@ export interface Tx {
  */
 export async function inTransaction<T>(deps: CoreDeps, work: (tx: Tx) => Promise<T>): Promise<T> {
   const signals: DomainSignal[] = [];
+  let signalled = false;
   const result = await deps.store.db.transaction().execute(async (trx) => {
     const tx: Tx = {
       db: trx,
@@ -51,6 +53,11 @@ export async function inTransaction<T>(deps: CoreDeps, work: (tx: Tx) => Promise
             dispatched_at: null,
           })
           .execute();
+        // Workers in other processes (PostgreSQL) hear of it at commit; once per transaction is enough.
+        if (!signalled) {
+          signalled = true;
+          await signalOutbox(trx, deps.store.dialect);
+        }
         signals.push({ kind: 'event.recorded', eventId: id, type });
         return id;
       },

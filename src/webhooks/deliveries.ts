@@ -2,6 +2,7 @@ import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
 import { conflict, forbidden, notFound } from '../domain/errors.js';
+import { signalOutbox } from '../store/outbox-signal.js';
 import type { Page, WebhookEndpoints } from './endpoints.js';
 import { type Envelope, envelope } from './event-types.js';
 import { type AttemptView, attemptView, type DeliveryView, deliveryView } from './views.js';
@@ -141,6 +142,7 @@ export class WebhookDeliveries {
       .where('status', '!=', 'pending')
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) throw conflict('This delivery was re-sent at the same moment.');
+    await signalOutbox(db, this.deps.store.dialect);
     this.deps.bus.emit({ kind: 'event.recorded', eventId: row.event_id, type: row.event_type });
     return deliveryView({
       ...row,

@@ -3,6 +3,7 @@ import { iso, unixSeconds } from '../domain/clock.js';
 import { API_VERSION, type CoreDeps } from '../domain/context.js';
 import { DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
 import { newEventId, newId } from '../domain/ids.js';
+import { signalOutbox } from '../store/outbox-signal.js';
 import type { Resolver } from './address-policy.js';
 import { type Envelope, envelope, EVENT_TYPES, isEventType } from './event-types.js';
 import { newSigningSecret, ROTATION_OVERLAP_MS } from './signing.js';
@@ -244,6 +245,7 @@ export class WebhookEndpoints {
       target_endpoint_id: endpoint.id,
     };
     await this.deps.store.db.insertInto('events').values(event).execute();
+    await signalOutbox(this.deps.store.db, this.deps.store.dialect);
     this.deps.bus.emit({ kind: 'event.recorded', eventId: event.id, type });
     return envelope(event);
   }

@@ -3,6 +3,7 @@ import type { Resolver } from './address-policy.js';
 import { WebhookDeliveries } from './deliveries.js';
 import { WebhookEndpoints } from './endpoints.js';
 import { webhookMetricsFor } from './metrics.js';
+import { listenForOutbox } from './wakeup.js';
 import { WebhookWorker, type WorkerOptions } from './worker.js';
 
 export interface Webhooks {
@@ -48,6 +49,9 @@ export async function startWebhookWorker(
     timeoutMs: config.webhookTimeoutMs,
     backoffBaseMs: config.webhookBackoffBaseMs,
     allowPrivate: config.webhookAllowPrivate,
+    ...(services.store.dialect === 'postgres'
+      ? { listen: (wake: () => void) => listenForOutbox(config.databaseUrl, wake, services.logger) }
+      : {}),
     ...overrides,
   });
   await worker.start();

@@ -45,6 +45,26 @@ export interface Completion {
   disableEndpoint: string | null;
 }
 
+/** A claimed delivery row with its event and endpoint, as the claim statement returns it. */
+interface ClaimRow {
+  id: string;
+  endpoint_id: string;
+  attempt_count: number;
+  round: number;
+  stale: string | null;
+  event_id: string;
+  type: string;
+  api_version: string;
+  created: number;
+  event_created_at: string;
+  data: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  disabled_at: string | null;
+}
+
 const FAN_OUT_BATCH = 500;
 const INSERT_CHUNK = 200;
 
@@ -131,135 +151,202 @@ export class Outbox {
   /** Takes up to `limit` due deliveries for one attempt each, holding them until `leaseUntil`. */
   async claim(now: Date, limit: number, leaseUntil: Date): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
+    const rows =
+      this.store.dialect === 'postgres'
+        ? await this.claimPostgres(now, limit, leaseUntil)
+        : await this.claimSqlite(now, limit, leaseUntil);
+    return rows.map((d) => ({
+      id: d.id,
+      endpointId: d.endpoint_id,
+      attempt: Number(d.attempt_count),
+      round: Number(d.round),
+      interrupted: d.stale !== null,
+      event: {
+        id: d.event_id,
+        type: d.type,
+        api_version: d.api_version,
+        created: Number(d.created),
+        data: d.data,
+        created_at: d.event_created_at,
+      },
+      endpoint: {
+        url: d.url,
+        secret: d.secret,
+        previous_secret: d.previous_secret,
+        previous_secret_expires_at: d.previous_secret_expires_at,
+        disabled_at: d.disabled_at,
+      },
+    }));
+  }
+
+  /**
+   * One statement, one round trip: the due rows are locked, skipped by concurrent claimers, moved
+   * past `now` before the lock is released (so a second worker can never take the same attempt),
+   * and returned with their event and endpoint.
+   */
+  private async claimPostgres(now: Date, limit: number, leaseUntil: Date): Promise<ClaimRow[]> {
     const at = iso(now);
     const lease = iso(leaseUntil);
-    let claimed: Array<{ id: string; attempt_count: number; round: number; stale: string | null }>;
-    if (this.store.dialect === 'postgres') {
-      // One statement: the rows are locked, skipped by concurrent claimers, and moved past `now`
-      // before the lock is released, so a second worker can never take the same attempt.
-      const result = await sql<{ id: string; attempt_count: number; round: number; stale: string | null }>`
-        WITH due AS (
-          SELECT id, locked_until FROM webhook_deliveries
-          WHERE status = 'pending' AND next_attempt_at <= ${at}
-          ORDER BY next_attempt_at
-          LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED
-        )
+    const result = await sql<ClaimRow>`
+      WITH due AS (
+        SELECT id, locked_until FROM webhook_deliveries
+        WHERE status = 'pending' AND next_attempt_at <= ${at}
+        ORDER BY next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ), claimed AS (
         UPDATE webhook_deliveries AS d
         SET attempt_count = d.attempt_count + 1, locked_until = ${lease}, next_attempt_at = ${lease},
             updated_at = ${at}
         FROM due WHERE d.id = due.id
-        RETURNING d.id, d.attempt_count, d.round, due.locked_until AS stale`.execute(this.store.db);
-      claimed = result.rows;
-    } else {
-      // SQLite: one connection, one writer; the transaction makes select-and-bump atomic.
-      claimed = await this.store.db.transaction().execute(async (trx) => {
-        const due = await trx
-          .selectFrom('webhook_deliveries')
-          .select(['id', 'attempt_count', 'round', 'locked_until'])
-          .where('status', '=', 'pending')
-          .where('next_attempt_at', '<=', at)
-          .orderBy('next_attempt_at')
-          .limit(limit)
-          .execute();
-        if (due.length === 0) return [];
-        await trx
-          .updateTable('webhook_deliveries')
-          .set((eb) => ({
-            attempt_count: eb('attempt_count', '+', 1),
-            locked_until: lease,
-            next_attempt_at: lease,
-            updated_at: at,
-          }))
-          .where(
-            'id',
-            'in',
-            due.map((d) => d.id),
-          )
-          .execute();
-        return due.map((d) => ({
-          id: d.id,
-          attempt_count: d.attempt_count + 1,
-          round: d.round,
-          stale: d.locked_until,
-        }));
-      });
-    }
-    if (claimed.length === 0) return [];
-    const details = await this.store.db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-      .select([
-        'd.id as id',
-        'd.endpoint_id as endpoint_id',
-        'e.id as event_id',
-        'e.type as type',
-        'e.api_version as api_version',
-        'e.created as created',
-        'e.created_at as event_created_at',
-        'e.data as data',
-        'w.url as url',
-        'w.secret as secret',
-        'w.previous_secret as previous_secret',
-        'w.previous_secret_expires_at as previous_secret_expires_at',
-        'w.disabled_at as disabled_at',
-      ])
-      .where(
-        'd.id',
-        'in',
-        claimed.map((c) => c.id),
+        RETURNING d.id, d.endpoint_id, d.event_id, d.attempt_count, d.round, due.locked_until AS stale
       )
-      .execute();
-    const byId = new Map(details.map((d) => [d.id, d]));
-    return claimed.flatMap((c) => {
-      const d = byId.get(c.id);
-      if (!d) return []; // deleted with its endpoint between the two statements
-      return [
-        {
-          id: c.id,
-          endpointId: d.endpoint_id,
-          attempt: Number(c.attempt_count),
-          round: Number(c.round),
-          interrupted: c.stale !== null,
-          event: {
-            id: d.event_id,
-            type: d.type,
-            api_version: d.api_version,
-            created: Number(d.created),
-            data: d.data,
-            created_at: d.event_created_at,
-          },
-          endpoint: {
-            url: d.url,
-            secret: d.secret,
-            previous_secret: d.previous_secret,
-            previous_secret_expires_at: d.previous_secret_expires_at,
-            disabled_at: d.disabled_at,
-          },
-        },
-      ];
-    });
+      SELECT c.id, c.endpoint_id, c.attempt_count, c.round, c.stale,
+             e.id AS event_id, e.type, e.api_version, e.created, e.created_at AS event_created_at, e.data,
+             w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.disabled_at
+      FROM claimed c
+      JOIN events e ON e.id = c.event_id
+      JOIN webhook_endpoints w ON w.id = c.endpoint_id`.execute(this.store.db);
+    return result.rows;
   }
 
-  /** Records outcomes: attempt rows, the delivery's next state, a 410's disabling, in one transaction. */
-  async complete(completions: Completion[], now: Date): Promise<void> {
-    if (completions.length === 0) return;
+  /** SQLite: one connection, one writer; the transaction makes select-and-bump atomic. */
+  private async claimSqlite(now: Date, limit: number, leaseUntil: Date): Promise<ClaimRow[]> {
     const at = iso(now);
-    await this.store.db.transaction().execute(async (trx) => {
-      // An endpoint deleted while its attempt was in flight took the delivery with it; its outcome
-      // has nowhere to go and must not fail the batch. The key-share lock keeps the rest from being
-      // deleted until this commits.
-      let q = trx
-        .selectFrom('webhook_deliveries')
-        .select('id')
+    const lease = iso(leaseUntil);
+    return this.store.db.transaction().execute(async (trx) => {
+      const due = await trx
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('events as e', 'e.id', 'd.event_id')
+        .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+        .select([
+          'd.id as id',
+          'd.endpoint_id as endpoint_id',
+          'd.attempt_count as attempt_count',
+          'd.round as round',
+          'd.locked_until as stale',
+          'e.id as event_id',
+          'e.type as type',
+          'e.api_version as api_version',
+          'e.created as created',
+          'e.created_at as event_created_at',
+          'e.data as data',
+          'w.url as url',
+          'w.secret as secret',
+          'w.previous_secret as previous_secret',
+          'w.previous_secret_expires_at as previous_secret_expires_at',
+          'w.disabled_at as disabled_at',
+        ])
+        .where('d.status', '=', 'pending')
+        .where('d.next_attempt_at', '<=', at)
+        .orderBy('d.next_attempt_at')
+        .limit(limit)
+        .execute();
+      if (due.length === 0) return [];
+      await trx
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          attempt_count: eb('attempt_count', '+', 1),
+          locked_until: lease,
+          next_attempt_at: lease,
+          updated_at: at,
+        }))
         .where(
           'id',
           'in',
-          completions.map((c) => c.delivery.id),
-        );
-      if (this.store.dialect === 'postgres') q = q.forKeyShare();
-      const alive = new Set((await q.execute()).map((r) => r.id));
+          due.map((d) => d.id),
+        )
+        .execute();
+      return due.map((d) => ({ ...d, attempt_count: d.attempt_count + 1 }));
+    });
+  }
+
+  /** Records outcomes: attempt rows, the delivery's next state, a 410's disabling, atomically. */
+  async complete(completions: Completion[], now: Date): Promise<void> {
+    if (completions.length === 0) return;
+    if (this.store.dialect === 'postgres') await this.completePostgres(completions, now);
+    else await this.completeSqlite(completions, now);
+  }
+
+  /**
+   * The whole batch in one statement (so one round trip and one commit): the CTEs lock the
+   * deliveries still there, insert their attempt records, move each to its next state and disable
+   * the endpoints a 410 asked to disable. An endpoint deleted while its attempt was in flight took
+   * the delivery with it; that outcome has nowhere to go and is dropped without failing the batch,
+   * and the key-share lock keeps the rest from being deleted until this commits. The state update
+   * is guarded by the claim's numbers: if this worker's lease ran out and another took the
+   * delivery, the newer claim owns the row and this outcome stays only an attempt record.
+   */
+  private async completePostgres(completions: Completion[], now: Date): Promise<void> {
+    const at = iso(now);
+    const states = sql.join(
+      completions.map(
+        (c) =>
+          sql`(${c.delivery.id}::text, ${c.status}::text, ${c.attemptCount}::int,
+            ${c.nextAttemptAt === null ? null : iso(c.nextAttemptAt)}::text, ${c.lastStatusCode}::int,
+            ${c.lastError}::text, ${c.delivery.attempt}::int, ${c.delivery.round}::int,
+            ${c.delivery.endpointId}::text, ${c.disableEndpoint}::text)`,
+      ),
+    );
+    const attemptRows = completions.flatMap((c) =>
+      c.records.map(
+        (r) =>
+          sql`(${newId('att', r.at.getTime())}::text, ${c.delivery.id}::text, ${r.attempt}::int,
+            ${c.delivery.round}::int, ${r.statusCode}::int, ${Math.round(r.durationMs)}::int,
+            ${r.error}::text, ${r.responseExcerpt}::text, ${iso(r.at)}::text)`,
+      ),
+    );
+    // A completion without a record (a disabled endpoint: nothing was sent) adds no attempt row.
+    const recorded =
+      attemptRows.length === 0
+        ? sql``
+        : sql`recorded AS (
+            INSERT INTO delivery_attempts
+              (id, delivery_id, attempt, round, status_code, duration_ms, error, response_excerpt, created_at)
+            SELECT a.* FROM (VALUES ${sql.join(attemptRows)})
+              AS a(id, delivery_id, attempt, round, status_code, duration_ms, error, response_excerpt, created_at)
+            WHERE a.delivery_id IN (SELECT id FROM alive)
+          ),`;
+    await sql`
+      WITH v(id, status, attempt_count, next_attempt_at, last_status_code, last_error, claim_attempt,
+             claim_round, endpoint_id, disable_reason) AS (VALUES ${states}),
+      alive AS (
+        SELECT d.id FROM webhook_deliveries d JOIN v ON v.id = d.id FOR KEY SHARE OF d
+      ),
+      ${recorded}
+      moved AS (
+        UPDATE webhook_deliveries AS d
+        SET status = v.status, attempt_count = v.attempt_count, next_attempt_at = v.next_attempt_at,
+            locked_until = NULL, last_status_code = v.last_status_code, last_error = v.last_error,
+            updated_at = ${at}
+        FROM v
+        WHERE d.id = v.id AND d.attempt_count = v.claim_attempt AND d.round = v.claim_round
+          AND d.id IN (SELECT id FROM alive)
+      )
+      UPDATE webhook_endpoints AS w
+      SET disabled_at = ${at}, disabled_reason = v.disable_reason, updated_at = ${at}
+      FROM v
+      WHERE v.disable_reason IS NOT NULL AND w.id = v.endpoint_id AND w.disabled_at IS NULL
+        AND v.id IN (SELECT id FROM alive)`.execute(this.store.db);
+  }
+
+  private async completeSqlite(completions: Completion[], now: Date): Promise<void> {
+    const at = iso(now);
+    await this.store.db.transaction().execute(async (trx) => {
+      // One writer: nothing can delete between this read and the writes below.
+      const alive = new Set(
+        (
+          await trx
+            .selectFrom('webhook_deliveries')
+            .select('id')
+            .where(
+              'id',
+              'in',
+              completions.map((c) => c.delivery.id),
+            )
+            .execute()
+        ).map((r) => r.id),
+      );
       completions = completions.filter((c) => alive.has(c.delivery.id));
       if (completions.length === 0) return;
       const attempts = completions.flatMap((c) =>
@@ -281,46 +368,22 @@ export class Outbox {
           .values(attempts.slice(i, i + INSERT_CHUNK))
           .execute();
       }
-      // Guarded by the claim's numbers: if this worker's lease ran out and another took the
-      // delivery, the newer claim owns the row and this outcome stays only an attempt record.
-      if (this.store.dialect === 'postgres') {
-        // One statement for the whole batch: round trips, not rows, are what a batch costs here.
-        const rows = sql.join(
-          completions.map(
-            (c) =>
-              sql`(${c.delivery.id}::text, ${c.status}::text, ${c.attemptCount}::int,
-                ${c.nextAttemptAt === null ? null : iso(c.nextAttemptAt)}::text, ${c.lastStatusCode}::int,
-                ${c.lastError}::text, ${c.delivery.attempt}::int, ${c.delivery.round}::int)`,
-          ),
-        );
-        await sql`
-          UPDATE webhook_deliveries AS d
-          SET status = v.status, attempt_count = v.attempt_count, next_attempt_at = v.next_attempt_at,
-              locked_until = NULL, last_status_code = v.last_status_code, last_error = v.last_error,
-              updated_at = ${at}
-          FROM (VALUES ${rows}) AS v(id, status, attempt_count, next_attempt_at, last_status_code, last_error,
-                                     claim_attempt, claim_round)
-          WHERE d.id = v.id AND d.attempt_count = v.claim_attempt AND d.round = v.claim_round`.execute(trx);
-      } else {
-        for (const c of completions) {
-          await trx
-            .updateTable('webhook_deliveries')
-            .set({
-              status: c.status,
-              attempt_count: c.attemptCount,
-              next_attempt_at: c.nextAttemptAt === null ? null : iso(c.nextAttemptAt),
-              locked_until: null,
-              last_status_code: c.lastStatusCode,
-              last_error: c.lastError,
-              updated_at: at,
-            })
-            .where('id', '=', c.delivery.id)
-            .where('attempt_count', '=', c.delivery.attempt)
-            .where('round', '=', c.delivery.round)
-            .execute();
-        }
-      }
       for (const c of completions) {
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: c.status,
+            attempt_count: c.attemptCount,
+            next_attempt_at: c.nextAttemptAt === null ? null : iso(c.nextAttemptAt),
+            locked_until: null,
+            last_status_code: c.lastStatusCode,
+            last_error: c.lastError,
+            updated_at: at,
+          })
+          .where('id', '=', c.delivery.id)
+          .where('attempt_count', '=', c.delivery.attempt)
+          .where('round', '=', c.delivery.round)
+          .execute();
         if (c.disableEndpoint !== null) {
           await trx
             .updateTable('webhook_endpoints')

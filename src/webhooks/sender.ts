@@ -79,7 +79,7 @@ export class WebhookSender {
         return;
       }
       const secure = url.protocol === 'https:';
-      const body = Buffer.from(request.body, 'utf8');
+
       const req = (secure ? https : http).request(url, {
         method: 'POST',
         agent: secure ? this.httpsAgent : this.httpAgent,
@@ -87,7 +87,7 @@ export class WebhookSender {
         headers: {
           ...request.headers,
           'content-type': 'application/json',
-          'content-length': String(body.length),
+          'content-length': String(Buffer.byteLength(request.body, 'utf8')),
           'user-agent': this.options.userAgent ?? 'Atrium-Webhooks/1',
         },
       });
@@ -120,7 +120,8 @@ export class WebhookSender {
         if (err instanceof RefusedAddressError) finish({ kind: 'refused', message: err.message });
         else finish({ kind: 'connection', message: connectionMessage(err) });
       });
-      req.end(body);
+      // A string body goes out in the same write as the headers (a Buffer would be a second one).
+      req.end(request.body, 'utf8');
     });
   }
 

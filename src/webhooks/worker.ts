@@ -26,36 +26,52 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How long finished events and their attempt records are kept. */
   retentionMs?: number;
+  /**
+   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN); returns the unsubscribe.
+   * Without it, work written elsewhere is found by the poll.
+   */
+  listen?: (wake: () => void) => { close(): Promise<void> };
 }
 
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 /** Beyond the attempt's own timeout, how long a claim is held before another worker may retry it. */
 const LEASE_MARGIN_MS = 5_000;
+/** How many slots' worth of outcomes may wait to be written before claims stop. */
+const BACKLOG_SLOTS = 4;
 const INTERRUPTED = 'interrupted: the worker stopped before this attempt recorded an outcome';
 
 /**
  * The delivery worker: fans committed events out to endpoints, claims due deliveries, makes one
  * signed attempt each, and records every outcome. Woken by `event.recorded` after a commit in this
- * process, by its own timers for scheduled retries, and by a poll for work from other processes.
+ * process, by a PostgreSQL NOTIFY after a commit in another, by its own timers for scheduled
+ * retries, and by a poll as the fallback.
  */
 export class WebhookWorker {
   readonly outbox: Outbox;
   private readonly sender: WebhookSender;
   private readonly concurrency: number;
+  private readonly claimBatch: number;
   private readonly pollMs: number;
   private readonly retentionMs: number;
   private running = false;
   private busy = false;
+  private fanning = false;
   private again = false;
   private eventsWaiting = true;
+  /** Attempts being sent. */
   private inFlight = 0;
+  /** Attempts claimed whose outcome is not written yet (sending, or waiting for the batch write). */
+  private unrecorded = 0;
+  /** Claimed, waiting for a free slot. */
+  private readonly ready: ClaimedDelivery[] = [];
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private pending: Completion[] = [];
   private flushing: Promise<void> | undefined;
   private readonly idle = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
+  private listener: { close(): Promise<void> } | undefined;
   private lastPurge = 0;
 
   constructor(private readonly options: WorkerOptions) {
@@ -66,6 +82,7 @@ export class WebhookWorker {
       ...(options.resolve ? { resolve: options.resolve } : {}),
     });
     this.concurrency = options.concurrency ?? 64;
+    this.claimBatch = Math.max(1, Math.floor((2 * this.concurrency) / 8));
     this.pollMs = options.pollMs ?? 500;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   }
@@ -77,10 +94,12 @@ export class WebhookWorker {
       const released = await this.outbox.releaseAbandonedLeases(this.options.clock.now());
       if (released > 0) this.options.logger.warn({ released }, 'webhook attempts interrupted by a restart');
     }
-    this.unsubscribe = this.options.bus.on('event.recorded', () => {
+    const wake = () => {
       this.eventsWaiting = true;
       this.kick();
-    });
+    };
+    this.unsubscribe = this.options.bus.on('event.recorded', wake);
+    this.listener = this.options.listen?.(wake);
     this.kick();
   }
 
@@ -89,8 +108,16 @@ export class WebhookWorker {
     if (!this.running) return;
     this.running = false;
     this.unsubscribe?.();
+    await this.listener?.close();
     if (this.timer) clearTimeout(this.timer);
-    while (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) {
+    while (
+      this.unrecorded > 0 ||
+      this.ready.length > 0 ||
+      this.busy ||
+      this.fanning ||
+      this.pending.length > 0 ||
+      this.flushing
+    ) {
       await new Promise<void>((resolve) => this.idle.add(resolve));
     }
     this.sender.close();
@@ -113,26 +140,33 @@ export class WebhookWorker {
       do {
         this.again = false;
         const now = this.options.clock.now();
-        if (this.eventsWaiting) {
-          this.eventsWaiting = false;
-          const handled = await this.outbox.fanOut(now);
-          if (handled > 0) this.eventsWaiting = true; // a full batch may have left more behind
-        }
-        const room = this.concurrency - this.inFlight;
-        claimedAll = false;
-        if (room > 0 && this.running) {
+        if (this.eventsWaiting) this.fanOut();
+        // Claims run ahead of the slots by one batch (`ready`): a slot that frees up starts the next
+        // claimed delivery at once instead of waiting a database round trip for it.
+        const room = 2 * this.concurrency - this.inFlight - this.ready.length;
+        const busyEnough = this.inFlight + this.ready.length > 0;
+        // Claim in batches: with work in hand, wait until an eighth of the room is free, so one
+        // claim statement serves many deliveries; the attempts finishing meanwhile kick again. An
+        // idle worker claims whatever is due at once (lag). Outcomes waiting for a slow database
+        // hold their leases: past a bound, no more claims until they are written (a write takes
+        // milliseconds, a lease seconds).
+        claimedAll =
+          (busyEnough && room < this.claimBatch) ||
+          this.unrecorded - this.inFlight >= BACKLOG_SLOTS * this.concurrency;
+        if (!claimedAll && room > 0 && this.running) {
           const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
           const claimed = await this.outbox.claim(now, room, lease);
-          for (const delivery of claimed) this.launch(delivery);
+          this.ready.push(...claimed);
+          this.launchReady();
           claimedAll = claimed.length === room;
         }
-        if (this.eventsWaiting) this.again = true;
         if (this.running && now.getTime() - this.lastPurge > PURGE_EVERY_MS) {
           this.lastPurge = now.getTime();
           void this.purge(now);
         }
       } while (this.again && this.running);
       if (this.running && !claimedAll) await this.armTimer();
+      else if (this.running) this.arm(this.pollMs); // the attempts under way kick again; this is a backstop
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker pass failed');
       if (this.running) this.arm(this.pollMs);
@@ -141,6 +175,34 @@ export class WebhookWorker {
       if (this.again && this.running) this.kick();
       this.notifyIdle();
     }
+  }
+
+  /**
+   * Fans events out in a loop of its own, beside the claims: a claim pass that waited for a batch of
+   * 500 events to be fanned out would leave every free slot idle meanwhile. Each batch kicks a claim.
+   */
+  private fanOut(): void {
+    if (this.fanning || !this.running) return;
+    this.fanning = true;
+    void (async () => {
+      try {
+        while (this.running && this.eventsWaiting) {
+          this.eventsWaiting = false;
+          const handled = await this.outbox.fanOut(this.options.clock.now());
+          if (handled > 0) {
+            this.eventsWaiting = true; // a full batch may have left more behind
+            this.kick();
+          }
+        }
+      } catch (err) {
+        this.options.logger.error({ err }, 'webhook fan-out failed');
+        this.eventsWaiting = true;
+        if (this.running) this.arm(this.pollMs);
+      } finally {
+        this.fanning = false;
+        this.notifyIdle();
+      }
+    })();
   }
 
   /** Sleeps until the next due delivery, at most one poll interval. */
@@ -164,15 +226,38 @@ export class WebhookWorker {
     }, waitMs);
   }
 
+  /**
+   * The slot is freed when the attempt ends, not when its outcome is written: the write is batched
+   * with others and a slot held through it would leave the receiver idle for a round trip.
+   */
+  /** Starts claimed deliveries while slots are free (also while stopping: they are claimed). */
+  private launchReady(): void {
+    while (this.inFlight < this.concurrency && this.ready.length > 0) this.launch(this.ready.shift()!);
+  }
+
   private launch(delivery: ClaimedDelivery): void {
     this.inFlight += 1;
+    this.unrecorded += 1;
+    let sent = false;
+    const release = () => {
+      if (sent) return;
+      sent = true;
+      this.inFlight -= 1;
+      this.launchReady();
+      this.kick();
+    };
     void this.attempt(delivery)
-      .then((completion) => this.record(completion))
+      .then((completion) => {
+        release();
+        return this.record(completion);
+      })
       .catch((err: unknown) =>
         this.options.logger.error({ err, delivery: delivery.id }, 'webhook attempt failed'),
       )
       .finally(() => {
-        this.inFlight -= 1;
+        release();
+        this.unrecorded -= 1;
+        // A claim may have been held back for unwritten outcomes; this one is written now.
         this.kick();
         this.notifyIdle();
       });
@@ -287,6 +372,9 @@ export class WebhookWorker {
   private async record(completion: Completion): Promise<void> {
     this.pending.push(completion);
     if (completion.nextAttemptAt) this.arm(Math.max(0, completion.nextAttemptAt.getTime() - Date.now()));
+    // The first outcome after a quiet spell waits one turn of the event loop, so the attempts that
+    // answered in the same turn share its write instead of queueing behind a write of one.
+    if (!this.flushing && this.pending.length === 1) await new Promise((resolve) => setImmediate(resolve));
     while (this.flushing) await this.flushing;
     if (this.pending.length === 0) return;
     const batch = this.pending;
@@ -313,7 +401,15 @@ export class WebhookWorker {
   }
 
   private notifyIdle(): void {
-    if (this.inFlight > 0 || this.busy || this.pending.length > 0 || this.flushing) return;
+    if (
+      this.unrecorded > 0 ||
+      this.ready.length > 0 ||
+      this.busy ||
+      this.fanning ||
+      this.pending.length > 0 ||
+      this.flushing
+    )
+      return;
     for (const resolve of this.idle) resolve();
     this.idle.clear();
   }
