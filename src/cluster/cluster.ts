@@ -29,7 +29,11 @@ export interface ClusterOptions {
   command?: string[];
   /** Extra environment for every process (NODE_ENV, LOG_LEVEL, JWT_SECRET, ...). */
   env?: Record<string, string>;
-  /** SIGTERM-to-exit drain of each process (SHUTDOWN_DELAY_MS); default 1000. */
+  /**
+   * How long each process keeps answering (with `Connection: close`) after SIGTERM before its
+   * listener closes (SHUTDOWN_DELAY_MS); default 2000, over nginx's 1 s upstream keep-alive so that
+   * nginx has closed its idle connections by then (nginx-config.ts).
+   */
   shutdownDelayMs?: number;
   /** Working directory for logs and nginx; a fresh temporary one by default. */
   runDir?: string;
@@ -98,7 +102,7 @@ export class Cluster {
       AUTH_URL: options.env?.AUTH_URL ?? publicUrl,
       // One proxy hop (this nginx) sits in front of every process; see deploy/README.md.
       TRUST_PROXY: options.env?.TRUST_PROXY ?? '1',
-      SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 1000),
+      SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 2000),
     };
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
     const processes = specs.map((spec) => ({

@@ -15,9 +15,16 @@ export interface NginxSite {
   grpc: string[];
 }
 
-/** Upstream keep-alive outlives no instance's own: Fastify keeps idle sockets 72 s, nginx 60 s. */
+/**
+ * nginx, never the instance, closes idle upstream connections, and quickly: an instance that closes
+ * a kept-alive connection races nginx reusing it, and a POST already sent on it is lost (502, nginx
+ * never resends one). Idle for 1 s, nginx closes it; a draining instance answers with
+ * `Connection: close` for SHUTDOWN_DELAY_MS (2 s in the cluster, over this 1 s), so when its listener
+ * and idle sockets close, nginx holds none of them. (Fastify keeps idle sockets 72 s.)
+ */
+export const UPSTREAM_KEEPALIVE_TIMEOUT_MS = 1000;
 const KEEPALIVE = `    keepalive 32;
-    keepalive_timeout 60s;`;
+    keepalive_timeout ${UPSTREAM_KEEPALIVE_TIMEOUT_MS / 1000}s;`;
 
 /**
  * A failed instance is skipped for 2 s (max_fails=1), then tried again; a rolling restart waits
@@ -76,6 +83,10 @@ map $http_upgrade $atrium_connection {
 server {
     listen ${site.httpListen};
     client_max_body_size 2m;
+    # After a client connection's last kept-alive request (keepalive_requests, 1000) nginx answers
+    # "Connection: close" and closes. A client that has already written its next request would get a
+    # reset, which can destroy the answer it has not read yet: read and discard instead, then close.
+    lingering_close always;
 
     # The token server: authorization pages, token, introspection, discovery and keys.
     location /oauth/ {
