@@ -32,8 +32,8 @@ const KEEPALIVE = `    keepalive 32;
  */
 const server = (address: string) => `    server ${address} max_fails=1 fail_timeout=2s;`;
 
-function upstream(name: string, addresses: string[]): string {
-  return `upstream ${name} {\n${addresses.map(server).join('\n')}\n${KEEPALIVE}\n}\n`;
+function upstream(name: string, addresses: string[], keepalive = true): string {
+  return `upstream ${name} {\n${addresses.map(server).join('\n')}\n${keepalive ? `${KEEPALIVE}\n` : ''}}\n`;
 }
 
 const PROXY_HEADERS = `        proxy_set_header Host $http_host;
@@ -72,7 +72,11 @@ export function renderNginxSite(site: NginxSite): string {
   ];
   if (api) parts.push(upstream(api, site.api));
   if (auth) parts.push(upstream(auth, site.auth));
-  if (grpc) parts.push(upstream(grpc, site.grpc));
+  // gRPC upstream connections are not kept alive: nginx (1.22) keeps reusing an HTTP/2 connection
+  // that received GOAWAY during a call, so a draining grpc instance cannot make nginx let go of it,
+  // and the final GOAWAY then races a call nginx is writing (502, never resent: every gRPC call is a
+  // POST). One connection per call costs a local TCP and HTTP/2 handshake; a restart loses nothing.
+  if (grpc) parts.push(upstream(grpc, site.grpc, false));
   parts.push(`# WebSocket upgrades pass "upgrade"; every other request sends no Connection header, which
 # keeps the upstream connection alive.
 map $http_upgrade $atrium_connection {
