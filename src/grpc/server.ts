@@ -81,6 +81,12 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
 
   let bound = false;
   let closed: Promise<void> | undefined;
+  let announced = false;
+  const announceDrain = () => {
+    // Once: a health watcher hears each change of status once.
+    if (!announced) health.set('NOT_SERVING');
+    announced = true;
+  };
   return {
     async listen() {
       const port = await new Promise<number>((resolve, reject) =>
@@ -92,9 +98,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
       health.set('SERVING');
       return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     },
-    announceDrain() {
-      health.set('NOT_SERVING');
-    },
+    announceDrain,
     stopAccepting() {
       const internals = server as unknown as GrpcInternals;
       for (const listener of internals.http2Servers?.keys() ?? []) {
@@ -118,7 +122,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
     },
     close() {
       closed ??= (async () => {
-        health.set('NOT_SERVING');
+        announceDrain();
         pipeline.drain();
         health.endWatches();
         if (!bound) return;
