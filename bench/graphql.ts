@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type autocannon from 'autocannon';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
+import type { Figure } from './measure.js';
 
 /**
  * Issue 7 item 3's query. The comment authors' leaf is `__typename` rather than `handle`: the same
@@ -29,15 +30,6 @@ const POSTS = Number(process.env.BENCH_GQL_POSTS ?? 200);
  */
 const CALLERS = Number(process.env.BENCH_GQL_CALLERS ?? 500);
 
-export interface Figure {
-  name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
-
 interface Harness {
   root: string;
   dir: string;
@@ -51,8 +43,11 @@ interface Harness {
   load(name: string, opts: autocannon.Options): Promise<Figure>;
 }
 
-/** Seeds posts, comments and callers through the core, as a deployment would hold them. */
-async function seed(databaseUrl: string): Promise<string[]> {
+/**
+ * Seeds posts, comments and callers through the core, as a deployment would hold them; returns the
+ * callers' API keys. Also the cluster benchmark's GraphQL data.
+ */
+export async function seedGraphQL(databaseUrl: string): Promise<string[]> {
   const services = await createServices(
     parseConfig({ NODE_ENV: 'test', DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }),
   );
@@ -87,11 +82,54 @@ async function seed(databaseUrl: string): Promise<string[]> {
   }
 }
 
-export async function benchGraphQL(h: Harness): Promise<Record<string, unknown>> {
-  const keys = await seed(h.databaseUrl);
+/**
+ * Writes the persisted-query manifest holding POSTS_QUERY into `dir` (for PERSISTED_QUERIES_FILE)
+ * and returns it with the body a production client sends: the query's hash only.
+ */
+export function persistedPostsQuery(dir: string): { manifest: string; body: string } {
   const hash = createHash('sha256').update(POSTS_QUERY).digest('hex');
-  const manifest = join(h.dir, 'persisted-queries.json');
+  const manifest = join(dir, 'persisted-queries.json');
   writeFileSync(manifest, JSON.stringify({ [hash]: POSTS_QUERY }));
+  return {
+    manifest,
+    body: JSON.stringify({ extensions: { persistedQuery: { version: 1, sha256Hash: hash } } }),
+  };
+}
+
+/** POST /graphql with `body`, each request as the next caller (every one spends from a budget). */
+export function graphqlLoad(url: string, body: string, keys: string[]): autocannon.Options {
+  let next = 0;
+  return {
+    url,
+    requests: [
+      {
+        method: 'POST',
+        path: '/graphql',
+        body,
+        setupRequest: (req) => ({
+          ...req,
+          headers: { 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length]! },
+        }),
+      },
+    ],
+  };
+}
+
+/** Throws unless POST /graphql with `body` answers the 20 posts. */
+export async function checkPostsQuery(url: string, body: string, key: string): Promise<void> {
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body,
+  });
+  const json = (await res.json()) as { data?: { posts?: { edges: unknown[] } }; errors?: unknown };
+  if (res.status !== 200 || json.errors || json.data?.posts?.edges.length !== 20)
+    throw new Error(`GraphQL warm-up failed at ${url}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+}
+
+export async function benchGraphQL(h: Harness): Promise<Record<string, unknown>> {
+  const keys = await seedGraphQL(h.databaseUrl);
+  const { manifest, body: atriumBody } = persistedPostsQuery(h.dir);
 
   const atrium = await h.startChild(
     ['bin/atrium.js', 'serve', '--role', 'api'],
@@ -113,44 +151,14 @@ export async function benchGraphQL(h: Harness): Promise<Record<string, unknown>>
   h.children.push(peer.child);
 
   // Production clients send the hash of a known query; the peer has no persisted queries.
-  const atriumBody = JSON.stringify({ extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
   const peerBody = JSON.stringify({ query: POSTS_QUERY });
-  for (const [url, body] of [
-    [atrium.url, atriumBody],
-    [peer.url, peerBody],
-  ] as const) {
-    const res = await fetch(`${url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': keys[0]! },
-      body,
-    });
-    const json = (await res.json()) as { data?: { posts?: { edges: unknown[] } }; errors?: unknown };
-    if (res.status !== 200 || json.errors || json.data?.posts?.edges.length !== 20)
-      throw new Error(
-        `GraphQL warm-up failed at ${url}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`,
-      );
-  }
-
-  let next = 0;
-  const request = (body: string): autocannon.Options => ({
-    url: '',
-    requests: [
-      {
-        method: 'POST',
-        path: '/graphql',
-        body,
-        setupRequest: (req) => ({
-          ...req,
-          headers: { 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length]! },
-        }),
-      },
-    ],
-  });
-  const peerFigure = await h.load('Mercurius + graphql-jit', { ...request(peerBody), url: peer.url });
-  const atriumFigure = await h.load('Atrium POST /graphql (persisted)', {
-    ...request(atriumBody),
-    url: atrium.url,
-  });
+  await checkPostsQuery(atrium.url, atriumBody, keys[0]!);
+  await checkPostsQuery(peer.url, peerBody, keys[0]!);
+  const peerFigure = await h.load('Mercurius + graphql-jit', graphqlLoad(peer.url, peerBody, keys));
+  const atriumFigure = await h.load(
+    'Atrium POST /graphql (persisted)',
+    graphqlLoad(atrium.url, atriumBody, keys),
+  );
   const row = {
     endpoint: 'GraphQL posts(first: 20) + authors + comments(first: 5) + authors',
     'req/s': Math.round(atriumFigure.rps),

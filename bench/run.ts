@@ -8,8 +8,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { startChild, stopChildren } from './child.js';
+import { type Figure, measure } from './measure.js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
@@ -27,30 +28,10 @@ const ORDERS = Number(process.env.BENCH_ORDERS ?? 2000);
  */
 const KEYS = Number(process.env.BENCH_KEYS ?? 20);
 
-interface Figure {
-  name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
-
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 
-async function load(name: string, opts: autocannon.Options): Promise<Figure> {
-  // Unmeasured warm-up first, so the JIT has compiled the path before the figures are taken.
-  if (WARMUP > 0) await autocannon({ duration: WARMUP, connections: CONNECTIONS, ...opts });
-  const result = await autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts });
-  return {
-    name,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
-    non2xx: result.non2xx,
-  };
-}
+const load = (name: string, opts: autocannon.Options): Promise<Figure> =>
+  measure(name, opts, { seconds: DURATION, warmupSeconds: WARMUP, connections: CONNECTIONS });
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));

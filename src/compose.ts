@@ -13,6 +13,7 @@ import { type Core, createCore } from './domain/core.js';
 import { CursorCodec } from './domain/cursor.js';
 import { DomainBus } from './events/bus.js';
 import { createHttpApp } from './http/app.js';
+import { HttpDrain } from './http/drain.js';
 import type { GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
 import type { ReadinessCheck } from './http/plugins/health.js';
@@ -191,6 +192,7 @@ export async function createAtrium(
 ): Promise<Atrium> {
   const services = await createServices(config, options);
   let http: FastifyInstance | undefined;
+  let httpDrain: HttpDrain | undefined;
   // Loaded only for the grpc role: the CLI's one-shot commands do not pay for grpc-js at start.
   const grpc = roles.includes('grpc')
     ? (await import('./grpc/server.js')).createGrpcServer(services)
@@ -205,8 +207,10 @@ export async function createAtrium(
         store: services.store,
         readiness: services.readiness.filter((c) => !c.roles || c.roles.some((r) => roles.includes(r))),
         isDraining: () => services.draining,
+        closesConnections: () => httpDrain?.closesConnections ?? false,
         metrics: services.metrics,
       });
+      httpDrain = new HttpDrain(http.server);
       for (const module of ROUTE_MODULES) {
         if (module.roles.some((r) => roles.includes(r))) await module.register(http, services);
       }
@@ -238,10 +242,35 @@ export async function createAtrium(
     close() {
       closed ??= (async () => {
         services.draining = true;
-        // Behind a balancer: keep answering (readiness 503, connections closed after each answer)
-        // so kept-alive connections end cleanly before the listener goes away.
-        if (http && config.shutdownDelayMs > 0)
-          await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
+        grpc?.announceDrain();
+        if (config.shutdownDelayMs > 0) {
+          // Behind a balancer. First keep serving as usual (readiness 503) for balancers that watch
+          // it; nginx only notices refused connections, so then refuse new connections, ask those in
+          // use to end after their answer (Connection: close, HTTP/2 GOAWAY), and wait (up to the same
+          // delay) for the balancer to close them: its idle ones too, which this process must not close
+          // itself (a request written on one at that moment would be lost; src/http/drain.ts).
+          await sleep(config.shutdownDelayMs);
+          httpDrain?.stopAccepting();
+          grpc?.stopAccepting();
+          const until = Date.now() + config.shutdownDelayMs;
+          services.logger.info(
+            { http: httpDrain?.openConnections(), grpc: grpc?.openSessions() },
+            'draining: new connections refused; waiting for open ones to end',
+          );
+          while (
+            (httpDrain?.openConnections() ?? 0) + (grpc?.openSessions() ?? 0) > 0 &&
+            Date.now() < until
+          ) {
+            await sleep(100);
+            // Again: nginx (1.22) drops an HTTP/2 connection on a GOAWAY that arrives while it is idle,
+            // but keeps reusing one that received it in the middle of a call.
+            grpc?.stopAccepting();
+          }
+          services.logger.info(
+            { http: httpDrain?.openConnections(), grpc: grpc?.openSessions() },
+            'draining: closing what is left',
+          );
+        } else httpDrain?.closeAfterAnswers();
         await Promise.all([http?.close(), grpc?.close()]);
         await closeServices(services);
       })();
@@ -249,3 +278,5 @@ export async function createAtrium(
     },
   };
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -29,7 +29,11 @@ export interface ClusterOptions {
   command?: string[];
   /** Extra environment for every process (NODE_ENV, LOG_LEVEL, JWT_SECRET, ...). */
   env?: Record<string, string>;
-  /** SIGTERM-to-exit drain of each process (SHUTDOWN_DELAY_MS); default 1000. */
+  /**
+   * How long each process keeps answering (with `Connection: close`) after SIGTERM before its
+   * listener closes (SHUTDOWN_DELAY_MS); default 2000, over nginx's 1 s upstream keep-alive so that
+   * nginx has closed its idle connections by then (nginx-config.ts).
+   */
   shutdownDelayMs?: number;
   /** Working directory for logs and nginx; a fresh temporary one by default. */
   runDir?: string;
@@ -42,6 +46,9 @@ export interface RunningProcess {
   url: string;
 }
 
+/** How long a reload of nginx (SIGHUP) is given before the next step. */
+const NGINX_RELOAD_MS = 1_000;
+
 /** nginx skips a failed instance this long (fail_timeout in nginx-config.ts), plus a margin. */
 const NGINX_RETRY_AFTER_MS = 2_500;
 
@@ -52,6 +59,8 @@ const NGINX_RETRY_AFTER_MS = 2_500;
  */
 export class Cluster {
   private nginx: Child | undefined;
+  private site: NginxSite | undefined;
+  private readonly down = new Set<string>();
   private constructor(
     readonly options: ClusterOptions,
     readonly runDir: string,
@@ -98,7 +107,7 @@ export class Cluster {
       AUTH_URL: options.env?.AUTH_URL ?? publicUrl,
       // One proxy hop (this nginx) sits in front of every process; see deploy/README.md.
       TRUST_PROXY: options.env?.TRUST_PROXY ?? '1',
-      SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 1000),
+      SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 2000),
     };
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
     const processes = specs.map((spec) => ({
@@ -155,7 +164,7 @@ export class Cluster {
   private async startNginx(): Promise<void> {
     const host = this.options.host ?? '127.0.0.1';
     const address = (port: number) => `${hostForUrl(host)}:${port}`;
-    const site: NginxSite = {
+    this.site = {
       httpListen: address(this.options.httpPort),
       grpcListen: address(this.options.grpcPort),
       api: this.role('api').map((p) => address(p.spec.port)),
@@ -163,7 +172,7 @@ export class Cluster {
       grpc: this.role('grpc').map((p) => address(p.spec.grpcPort)),
     };
     const conf = join(this.runDir, 'nginx.conf');
-    writeFileSync(conf, renderNginxMain(site, this.runDir));
+    writeFileSync(conf, renderNginxMain(this.site, this.runDir));
     const binary = this.options.nginxBinary ?? '/usr/sbin/nginx';
     this.nginx = new Child(
       'nginx',
@@ -191,12 +200,43 @@ export class Cluster {
     return p;
   }
 
-  /** SIGTERM (the process drains and exits), start it again, wait until it is ready. */
+  /**
+   * SIGTERM (the process drains and exits), start it again, wait until it is ready. When another
+   * process of its role stays in rotation, nginx first stops sending it anything new (the server is
+   * marked `down`, then a graceful reload), so no request or call can meet its closing listener or
+   * connections; it is put back once ready.
+   */
   async restart(name: string): Promise<void> {
     const p = this.process(name);
+    const address = this.upstreamAddress(p);
+    const balanced = address !== undefined && this.role(p.spec.role).length > 1;
+    if (balanced) await this.setDown(address, true);
     const code = await p.child.stop('SIGTERM');
     if (code !== 0) throw new Error(`${name} exited ${code} on SIGTERM: ${this.tail(name)}`);
     await this.startProcess(p);
+    if (balanced) await this.setDown(address, false);
+  }
+
+  private upstreamAddress(p: RunningProcess): string | undefined {
+    const host = hostForUrl(this.options.host ?? '127.0.0.1');
+    if (p.spec.role === 'api' || p.spec.role === 'auth') return `${host}:${p.spec.port}`;
+    if (p.spec.role === 'grpc') return `${host}:${p.spec.grpcPort}`;
+    return undefined;
+  }
+
+  /** Rewrites nginx.conf with `address` down (or back) and reloads nginx gracefully (SIGHUP). */
+  private async setDown(address: string, down: boolean): Promise<void> {
+    if (!this.site || !this.nginx) return;
+    if (down) this.down.add(address);
+    else this.down.delete(address);
+    writeFileSync(
+      join(this.runDir, 'nginx.conf'),
+      renderNginxMain({ ...this.site, down: this.down }, this.runDir),
+    );
+    this.nginx.signal('SIGHUP');
+    // nginx starts new workers with the new configuration and lets the old ones finish what they
+    // hold; give it a moment (there is no completion signal for a reload).
+    await new Promise((r) => setTimeout(r, NGINX_RELOAD_MS));
   }
 
   /**

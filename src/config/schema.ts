@@ -211,7 +211,7 @@ export const VARIABLES: VariableSpec[] = [
     default: '0',
     accepts: 'an integer number of milliseconds, 0-60000',
     meaning:
-      'on SIGTERM, keep serving this long (readiness 503, every answer closing its connection) before refusing new connections; for processes behind a load balancer',
+      'on SIGTERM, keep serving this long (readiness 503) before refusing new connections, then wait up to as long again for the balancer to close its kept-alive ones (every answer closing its connection); for processes behind a load balancer, over its upstream keep-alive timeout',
   },
 ];
 

@@ -1,3 +1,5 @@
+import { constants, type Http2Session } from 'node:http2';
+import { Server as NetServer } from 'node:net';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Services } from '../compose.js';
 import { UserActivity } from '../domain/activity.js';
@@ -27,6 +29,27 @@ export interface GrpcServer {
    * stops; after the grace period whatever is left is cancelled.
    */
   close(): Promise<void>;
+  /** Health turns NOT_SERVING at the start of a drain, while calls are still served. */
+  announceDrain(): void;
+  /**
+   * For a drain behind a balancer: refuse new connections and ask every open one to go away after
+   * its calls (HTTP/2 GOAWAY with the highest stream id, as grpc-js's own max-age does), so nginx
+   * stops using them and closes them itself. Calls already sent are still accepted and served.
+   */
+  stopAccepting(): void;
+  /** HTTP/2 connections still open. */
+  openSessions(): number;
+}
+
+/**
+ * grpc-js keeps its listeners and connections private, and has no "stop accepting, keep serving"
+ * step (unbind and tryShutdown close connections at once: a call nginx writes on one at that moment
+ * fails, and nginx never resends a POST). These are its fields as of 1.14; without them the drain
+ * simply skips the step.
+ */
+interface GrpcInternals {
+  http2Servers?: Map<NetServer, unknown>;
+  sessions?: Map<Http2Session, unknown>;
 }
 
 /** The gRPC surface: users.v1.UserService, grpc.health.v1.Health and server reflection. */
@@ -58,6 +81,12 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
 
   let bound = false;
   let closed: Promise<void> | undefined;
+  let announced = false;
+  const announceDrain = () => {
+    // Once: a health watcher hears each change of status once.
+    if (!announced) health.set('NOT_SERVING');
+    announced = true;
+  };
   return {
     async listen() {
       const port = await new Promise<number>((resolve, reject) =>
@@ -69,9 +98,31 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
       health.set('SERVING');
       return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     },
+    announceDrain,
+    stopAccepting() {
+      const internals = server as unknown as GrpcInternals;
+      for (const listener of internals.http2Servers?.keys() ?? []) {
+        // net.Server's close: stops accepting, leaves the open sessions alone.
+        if (listener.listening) NetServer.prototype.close.call(listener);
+      }
+      for (const session of internals.sessions?.keys() ?? []) {
+        if (session.closed || session.destroyed) continue;
+        try {
+          session.goaway(constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+        } catch {
+          // closed in between
+        }
+      }
+    },
+    openSessions() {
+      const sessions = (server as unknown as GrpcInternals).sessions;
+      let n = 0;
+      for (const session of sessions?.keys() ?? []) if (!session.closed && !session.destroyed) n++;
+      return n;
+    },
     close() {
       closed ??= (async () => {
-        health.set('NOT_SERVING');
+        announceDrain();
         pipeline.drain();
         health.endWatches();
         if (!bound) return;

@@ -19,6 +19,8 @@ export interface HttpAppOptions {
   store: Store;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
+  /** True once the drain wants every answer to end its connection (src/http/drain.ts). */
+  closesConnections?: () => boolean;
   /** The process's metrics registry, served at /metrics. */
   metrics?: Registry;
 }
@@ -103,10 +105,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     );
     done();
   });
-  // While draining, every answer closes its connection, so a balancer's kept-alive connections end
-  // after a response instead of being cut under a request it just sent.
+  // Once the drain stops accepting, every answer closes its connection, so a balancer's kept-alive
+  // connections end after a response instead of being cut under a request it just sent.
   app.addHook('onSend', (_request, reply, payload, done) => {
-    if (options.isDraining()) reply.header('connection', 'close');
+    if (options.closesConnections?.()) reply.header('connection', 'close');
     done(null, payload);
   });
   registerHealth(app, options.readiness, options.isDraining);

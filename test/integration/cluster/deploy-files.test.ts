@@ -36,7 +36,12 @@ describe('deploy/: what containers run is what the cluster runs', () => {
 
   it('routes each surface as the issue asks: keep-alive, WebSocket upgrade, unbuffered SSE, h2c gRPC', () => {
     const conf = renderNginxSite(COMPOSE_SITE);
-    expect(conf.match(/keepalive 32;/g)).toHaveLength(3);
+    // Kept-alive HTTP/1.1 upstreams for api and auth, closed by nginx after 1 s idle (shorter than
+    // an instance's drain); none for gRPC (nginx-config.ts says why).
+    expect(conf.match(/keepalive 32;\n {4}keepalive_timeout 1s;/g)).toHaveLength(2);
+    expect(conf).toMatch(/upstream atrium_grpc \{[^}]*\}/);
+    expect(conf.match(/upstream atrium_grpc \{[^}]*\}/)![0]).not.toContain('keepalive');
+    expect(conf).toContain('lingering_close always;');
     expect(conf).toMatch(
       /location = \/graphql \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*Connection \$atrium_connection;/,
     );

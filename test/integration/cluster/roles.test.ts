@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,15 +54,40 @@ describe('roles: each process starts only its part and reports its own dependenc
     expect((await worker.http!.inject({ url: '/metrics' })).body).toMatch(/atrium_redis_up 1/);
   });
 
-  it('answers 503 with connections closed once draining, before the listener goes away', async () => {
-    const api = await start(['api']);
-    api.services.draining = true;
-    const ready = await api.http!.inject({ url: '/readyz' });
-    expect(ready.statusCode).toBe(503);
-    expect(ready.json().checks.process).toBe('draining');
-    expect(ready.headers.connection).toBe('close');
-    api.services.draining = false;
-    expect((await api.http!.inject({ url: '/healthz' })).headers.connection).not.toBe('close');
+  it('drains behind a balancer: serves (ready 503, kept alive), then refuses new connections and closes each after its answer', async () => {
+    const api = await startTestAtrium(
+      { REDIS_URL: TEST_REDIS_URL, HOST: '127.0.0.1', SHUTDOWN_DELAY_MS: '1500' },
+      ['api'],
+    );
+    started.push(api);
+    const { httpUrl } = await api.listen();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string) =>
+      new Promise<{ status?: number; connection?: string; port?: number }>((resolve, reject) => {
+        http
+          .get(`${httpUrl}${path}`, { agent }, (res) => {
+            const port = res.socket.localPort;
+            res.resume();
+            res.on('end', () =>
+              resolve({ status: res.statusCode, connection: res.headers.connection, port }),
+            );
+          })
+          .on('error', reject);
+      });
+    try {
+      const first = await get('/healthz');
+      const closing = api.close();
+      // Step 1: still serving, on the same kept-alive connection, but not ready.
+      expect(await get('/readyz')).toEqual({ status: 503, connection: 'keep-alive', port: first.port });
+      await new Promise((r) => setTimeout(r, 1700));
+      // Step 2: a new connection is refused (nginx sends it elsewhere); the open one is still served,
+      // and told to close.
+      await expect(fetch(`${httpUrl}/healthz`)).rejects.toThrow();
+      expect(await get('/healthz')).toEqual({ status: 200, connection: 'close', port: first.port });
+      await closing;
+    } finally {
+      agent.destroy();
+    }
   });
 });
 

@@ -204,7 +204,7 @@ export async function startTestCluster(options: {
     grpcPort: grpcPort!,
     ports,
     nginxBinary: NGINX,
-    shutdownDelayMs: options.shutdownDelayMs ?? 500,
+    ...(options.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: options.shutdownDelayMs }),
     env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', ...options.env },
     startTimeoutMs: 240_000,
   };
