@@ -13,7 +13,8 @@ function json(result: { code: number | null; stdout: string; stderr: string }) {
   return JSON.parse(lines[0]!);
 }
 
-describe('atrium command line', () => {
+// Each test starts one or more CLI processes; a start takes seconds on a loaded 2-core CI machine.
+describe('atrium command line', { timeout: 90_000 }, () => {
   let dir: string;
   let db: TestDatabase;
   let env: Record<string, string>;

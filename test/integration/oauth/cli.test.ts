@@ -14,7 +14,9 @@ function json(result: CliResult) {
   return JSON.parse(lines[0]!);
 }
 
-describe('token-server commands of the atrium CLI', () => {
+// Each test starts several CLI processes in a row, and each start takes seconds on a loaded 2-core
+// CI machine (14 s for a test measured alone): the suite-wide 20 s is too tight for them.
+describe('token-server commands of the atrium CLI', { timeout: 90_000 }, () => {
   let dir: string;
   let db: TestDatabase;
   let env: Record<string, string>;
