@@ -10,6 +10,7 @@ import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
 import { toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
+import { malformedParamsPlugin } from './http-params.js';
 import { operationObserver, type OperationObserver } from './observe.js';
 import { type OperationParams, type PersistedQueries } from './persisted.js';
 import { pipelinePlugins } from './plugins.js';
@@ -130,6 +131,7 @@ export function createPipeline(
           setParams({ ...params, query });
         },
       },
+      malformedParamsPlugin,
       observer.httpPlugin,
       // Before the budget plugin: its early stop ends the hooks that follow it.
       observer.plugin,
