@@ -14,7 +14,7 @@ import { type Answer, codesOf, runOver, TRANSPORTS, type TransportName, wsClient
  * not already walk on every transport: anonymous and bearer callers, introspection outside
  * production, unknown hashes, malformed JSON and oversized bodies as each transport carries them,
  * one budget per caller across transports (anonymous callers per address), and the rules applied to
- * subscriptions over WebSocket and SSE, in development and in production.
+ * subscriptions over WebSocket and SSE, and the limits and budget through known hashes in production.
  */
 
 const persisted = (query: string) => ({ persistedQuery: { version: 1, sha256Hash: sha256Hex(query) } });
@@ -329,7 +329,12 @@ describe('one complexity budget per caller, whatever the transport', () => {
   });
 });
 
-describe('subscriptions in production: persisted only, like every other operation', () => {
+/** Too deep (8 levels) and too costly (1,160 points), for production's known hashes. */
+const TOO_DEEP =
+  'query TooDeep { posts { edges { node { author { posts { edges { node { author { id } } } } } } } } }';
+const TOO_COSTLY = `query TooCostly { ${Array.from({ length: 5 }, (_, i) => `a${i}: ${DEEP_LIST}`).join(' ')} }`;
+
+describe('production: known hashes pass the same limits, and subscriptions are persisted only', () => {
   let atrium: TestAtrium;
   let base: string;
   let dir: string;
@@ -339,7 +344,12 @@ describe('subscriptions in production: persisted only, like every other operatio
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'atrium-sub-'));
     const file = join(dir, 'manifest.json');
-    writeFileSync(file, JSON.stringify({ [sha256Hex(SUBSCRIPTION)]: SUBSCRIPTION }));
+    writeFileSync(
+      file,
+      JSON.stringify(
+        Object.fromEntries([SUBSCRIPTION, TOO_DEEP, TOO_COSTLY, COSTS_928].map((q) => [sha256Hex(q), q])),
+      ),
+    );
     atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
     base = (await atrium.listen()).httpUrl!;
     caller = await atrium.caller({ handle: 'prodwatcher' });
@@ -351,6 +361,30 @@ describe('subscriptions in production: persisted only, like every other operatio
   afterAll(async () => {
     await atrium?.stop();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each(TRANSPORTS)(
+    '%s: refuses a known hash that is too deep or too costly, at validation',
+    async (transport) => {
+      const deep = await runOver(transport, base, { extensions: persisted(TOO_DEEP) }, caller.headers);
+      expect(deep.data).toBeUndefined();
+      expect(deep.errors![0]!.message).toBe('The query nests 8 levels deep; at most 7 are allowed.');
+      const costly = await runOver(transport, base, { extensions: persisted(TOO_COSTLY) }, caller.headers);
+      expect(costly.data).toBeUndefined();
+      expect(costly.errors![0]!.message).toBe('The query costs 1160 points; at most 1000 are allowed.');
+    },
+  );
+
+  it('spends one budget per caller through known hashes, over every transport', async () => {
+    const { headers } = await atrium.caller({ handle: 'prodbudget' });
+    for (let i = 0; i < 10; i++) {
+      const ok = await runOver(TRANSPORTS[i % 4]!, base, { extensions: persisted(COSTS_928) }, headers);
+      expect(ok.errors, `operation ${i + 1}`).toBeUndefined();
+    }
+    for (const transport of TRANSPORTS) {
+      const refused = await runOver(transport, base, { extensions: persisted(COSTS_928) }, headers);
+      expect(codesOf(refused), transport).toEqual(['RATE_LIMITED']);
+    }
   });
 
   it.each(['WS', 'SSE'] as const)(
