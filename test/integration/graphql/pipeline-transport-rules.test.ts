@@ -268,6 +268,53 @@ describe('issue 7 rules on every transport, development', () => {
   });
 });
 
+/** A mutation whose selection nests 10 levels: refused at validation, so createPost never runs. */
+const DEEP_MUTATION = `mutation Deep($in: CreatePostInput!) { createPost(input: $in) { post { author { posts {
+  edges { node { author { posts { edges { node { id } } } } } } } } } } }`;
+const CHEAP_MUTATION =
+  'mutation Cheap($in: CreatePostInput!) { createPost(input: $in) { post { id } errors { field } } }';
+
+describe('a refused mutation runs no resolver: nothing is written', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium();
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => atrium?.stop());
+
+  const postsBy = async (userId: string) =>
+    (
+      await atrium.services.store.db
+        .selectFrom('posts')
+        .select('id')
+        .where('author_id', '=', userId)
+        .execute()
+    ).length;
+
+  // GET carries no mutation at all (405, tested in pipeline-persisted.test.ts).
+  it.each(['POST', 'WS', 'SSE'] as const)('%s: too deep, then over budget', async (transport) => {
+    const { userId, headers } = await atrium.caller({ handle: `writer${transport.toLowerCase()}` });
+    const input = { in: { title: 'Never', body: 'b', authorId: userId } };
+    const deep = await runOver(transport, base, { query: DEEP_MUTATION, variables: input }, headers);
+    expect(codesOf(deep)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+    expect(await postsBy(userId)).toBe(0);
+
+    for (let i = 0; i < 10; i++) {
+      expect((await runOver(transport, base, { query: COSTS_928 }, headers)).errors).toBeUndefined();
+    }
+    // 720 points left: the cheap mutation (14 points) fits and writes; 696 more leave 10 of 10,000.
+    const fits = await runOver(transport, base, { query: CHEAP_MUTATION, variables: input }, headers);
+    expect(fits.errors).toBeUndefined();
+    expect(await postsBy(userId)).toBe(1);
+    const spend = `query Spend { ${Array.from({ length: 3 }, (_, i) => `a${i}: ${DEEP_LIST}`).join(' ')} }`;
+    expect((await runOver(transport, base, { query: spend }, headers)).errors).toBeUndefined();
+    const refused = await runOver(transport, base, { query: CHEAP_MUTATION, variables: input }, headers);
+    expect(codesOf(refused)).toEqual(['RATE_LIMITED']);
+    expect(await postsBy(userId)).toBe(1);
+  });
+});
+
 describe('one complexity budget per caller, whatever the transport', () => {
   let atrium: TestAtrium;
   let base: string;
