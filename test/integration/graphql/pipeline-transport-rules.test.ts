@@ -341,6 +341,9 @@ describe('one complexity budget per caller, whatever the transport', () => {
       const refused = await runOver(transport, base, { query: COSTS_928 }, credentials);
       expect(codesOf(refused), transport).toEqual(['RATE_LIMITED']);
       expect(refused.errors![0]!.extensions!.retryAfter).toBe(60);
+      // POST and GET answer 429; the budget is spent when the operation starts, after an SSE stream
+      // has opened (200) and on an open socket, so there the refusal is the operation's one result.
+      expect(refused.status, transport).toBe({ POST: 429, GET: 429, WS: 101, SSE: 200 }[transport]);
     }
     // 720 points left: a subscription of 921 points is refused as well.
     const heavySubscription = subscriptionCosting(40);
