@@ -116,6 +116,17 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
     });
   });
 
+  it('counts an SSE request refused for its credentials; a WebSocket refused at connection_init sent no operation', async () => {
+    const sse = { transport: 'sse', operation_type: 'unknown', outcome: 'rejected' };
+    const ws = { transport: 'ws', operation_type: 'unknown', outcome: 'rejected' };
+    const [sseBefore, wsBefore] = [await count(sse), await count(ws)];
+    const bad = { 'x-api-key': 'atr_test_not_a_key' };
+    expect((await runOver('SSE', base, { query: '{ __typename }' }, bad)).status).toBe(401);
+    expect((await runOver('WS', base, { query: '{ __typename }' }, bad)).closeCode).toBe(4403);
+    expect(await count(sse)).toBe(sseBefore + 1);
+    expect(await count(ws)).toBe(wsBefore);
+  });
+
   it.each(['WS', 'SSE'] as const)('%s: counts a subscription once it is set up', async (transport) => {
     const labels = { transport: LABEL[transport], operation_type: 'subscription', outcome: 'ok' };
     const before = await count(labels);
