@@ -400,7 +400,11 @@ describe('production: known hashes pass the same limits, and subscriptions are p
         Object.fromEntries([SUBSCRIPTION, TOO_DEEP, TOO_COSTLY, COSTS_928].map((q) => [sha256Hex(q), q])),
       ),
     );
-    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
+    atrium = await startTestAtrium({
+      NODE_ENV: 'production',
+      PERSISTED_QUERIES_FILE: file,
+      LOG_LEVEL: 'silent',
+    });
     base = (await atrium.listen()).httpUrl!;
     caller = await atrium.caller({ handle: 'prodwatcher' });
     const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
