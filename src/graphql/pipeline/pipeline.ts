@@ -10,6 +10,8 @@ import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
 import { toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
+import { malformedParamsPlugin } from './http-params.js';
+import { operationObserver, type OperationObserver } from './observe.js';
 import { type OperationParams, type PersistedQueries } from './persisted.js';
 import { pipelinePlugins } from './plugins.js';
 
@@ -48,6 +50,8 @@ export interface GraphQLPipeline {
    * context, the same steps Yoga runs for HTTP; execute/subscribe then spend the budget.
    */
   prepare(params: OperationParams, caller: Caller): Promise<Prepared>;
+  /** Per-operation metrics and log lines; transports report what they refuse themselves. */
+  observer: OperationObserver;
 }
 
 /** Credentials refused: the GraphQL error, with 401 for HTTP transports. */
@@ -97,6 +101,7 @@ export function createPipeline(
 ): GraphQLPipeline {
   const production = services.config.nodeEnv === 'production';
   const isDev = services.config.nodeEnv === 'development';
+  const observer = operationObserver(services.metrics, services.logger);
 
   async function authenticate(credentials: Credentials): Promise<Principal | null> {
     try {
@@ -126,6 +131,10 @@ export function createPipeline(
           setParams({ ...params, query });
         },
       },
+      malformedParamsPlugin,
+      observer.httpPlugin,
+      // Before the budget plugin: its early stop ends the hooks that follow it.
+      observer.plugin,
       ...pipelinePlugins({ production, limiter: services.limiter, logger: services.logger }),
     ],
     context: async (initial) => {
@@ -148,6 +157,14 @@ export function createPipeline(
   });
 
   async function prepare(params: OperationParams, caller: Caller): Promise<Prepared> {
+    const prepared = await prepareOperation(params, caller);
+    if ('errors' in prepared && caller.transport !== 'http') {
+      observer.rejected(caller.transport, caller.requestId, params.operationName, prepared.errors);
+    }
+    return prepared;
+  }
+
+  async function prepareOperation(params: OperationParams, caller: Caller): Promise<Prepared> {
     try {
       const query = await persisted.resolve(params);
       const enveloped = yoga.getEnveloped({ caller, params: { ...params, query } } as never);
@@ -185,7 +202,7 @@ export function createPipeline(
     }
   }
 
-  return { yoga, persisted, authenticate, prepare };
+  return { yoga, persisted, authenticate, prepare, observer };
 }
 
 /** For graphql-ws and graphql-sse: run the enveloped execute/subscribe that prepare() attached. */

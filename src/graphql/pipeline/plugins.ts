@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
 import { spendBudget } from './budget.js';
 import { complexityLimitRule, depthLimitRule } from './limits.js';
+import { noServiceSdlRule } from './schema-exposure.js';
 
 /** A document of more tokens than this is refused while parsing (huge or padded documents). */
 export const MAX_TOKENS = 20_000;
@@ -14,7 +15,8 @@ export const MAX_TOKENS = 20_000;
  *
  * - parse: bounded token count (Yoga caches parsed documents by text);
  * - validate: depth ≤ 7 and complexity ≤ 1,000 beside graphql's own rules, and no introspection in
- *   production (whatever brought the document: a persisted hash included);
+ *   production, federation's `_service { sdl }` included (whatever brought the document: a
+ *   persisted hash included);
  * - execute / subscribe: the caller's complexity budget, before any resolver runs.
  */
 export function pipelinePlugins(options: {
@@ -29,7 +31,10 @@ export function pipelinePlugins(options: {
     onValidate({ addValidationRule }) {
       addValidationRule(depthLimitRule());
       addValidationRule(complexityLimitRule());
-      if (options.production) addValidationRule(NoSchemaIntrospectionCustomRule);
+      if (options.production) {
+        addValidationRule(NoSchemaIntrospectionCustomRule);
+        addValidationRule(noServiceSdlRule);
+      }
     },
   };
   const budget: Plugin = {

@@ -50,6 +50,7 @@ export function registerSse(
           apiKey: headerValue(request, 'x-api-key'),
         });
       } catch (err) {
+        pipeline.observer.rejected('sse', request.id, params.operationName, [err as GraphQLError]);
         const body = JSON.stringify({
           errors: [{ message: (err as Error).message, extensions: { code: 'UNAUTHENTICATED' } }],
         });

@@ -66,17 +66,8 @@ export function attachWebSocket(
           address: ctx.extra.request.socket.remoteAddress ?? 'unknown',
           requestId: genRequestId({ headers: {} }),
         };
+        // The pipeline records the operation (metric and log line) whether it runs or is refused.
         const prepared = await pipeline.prepare(payload, caller);
-        services.logger.info(
-          {
-            transport: 'ws',
-            reqId: caller.requestId,
-            operationName: payload.operationName ?? null,
-            rejected:
-              'errors' in prepared ? prepared.errors.map((e) => e.extensions.code ?? null) : undefined,
-          },
-          'graphql operation',
-        );
         return 'errors' in prepared ? prepared.errors : prepared.args;
       },
     },

@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { runOver, TRANSPORTS, type Answer } from './transports.js';
+
+/**
+ * A resolver that really fails: the posts table is renamed under a running instance, so the
+ * storage engine itself raises (no mock, no stub). Outside development the client learns only
+ * INTERNAL_SERVER_ERROR, "Unexpected error.", with no stack and no storage text, on every transport;
+ * the cause goes to the log. In development the original message and stack come along.
+ */
+
+const QUERY = 'query Broken { posts(first: 1) { totalCount edges { node { id } } } }';
+const persisted = { persistedQuery: { version: 1, sha256Hash: sha256Hex(QUERY) } };
+/** What SQLite and PostgreSQL say about a missing table, and what a stack looks like. */
+const LEAKS = /no such table|does not exist|relation|posts_gone|sqlite|postgres|\bat .+\.(js|ts):\d+|stack/i;
+
+function memoryLog() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logger: createLogger('info', stream) };
+}
+
+/** Runs `check` while the posts table is missing, and puts it back whatever happens. */
+async function withoutPostsTable<T>(atrium: TestAtrium, check: () => Promise<T>): Promise<T> {
+  await sql`ALTER TABLE posts RENAME TO posts_gone`.execute(atrium.services.store.db);
+  try {
+    return await check();
+  } finally {
+    await sql`ALTER TABLE posts_gone RENAME TO posts`.execute(atrium.services.store.db);
+  }
+}
+
+describe('an unexpected resolver failure in production is masked on every transport', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  let dir: string;
+  const log = memoryLog();
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'atrium-mask-'));
+    const file = join(dir, 'manifest.json');
+    writeFileSync(file, JSON.stringify({ [sha256Hex(QUERY)]: QUERY }));
+    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file }, undefined, {
+      logger: log.logger,
+    });
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => {
+    await atrium?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the query while storage works', async () => {
+    const a = await runOver('POST', base, { extensions: persisted });
+    expect(a.errors).toBeUndefined();
+    expect(a.data).toEqual({ posts: { totalCount: 0, edges: [] } });
+  });
+
+  it.each(TRANSPORTS)('%s: INTERNAL_SERVER_ERROR, "Unexpected error.", nothing else', async (transport) => {
+    const before = log.lines.length;
+    const a: Answer = await withoutPostsTable(atrium, () =>
+      runOver(transport, base, { extensions: persisted }),
+    );
+    expect(a.status).toBe(transport === 'WS' ? 101 : 200);
+    // posts is non-null, so the error nulls the whole data.
+    expect(a.data).toBeNull();
+    expect(a.errors).toEqual([
+      {
+        message: 'Unexpected error.',
+        locations: [{ line: 1, column: 16 }],
+        path: ['posts'],
+        extensions: { code: 'INTERNAL_SERVER_ERROR' },
+      },
+    ]);
+    expect(JSON.stringify(a)).not.toMatch(LEAKS);
+    // The operator still learns the cause.
+    const logged = log.lines.slice(before).find((l) => l.msg === 'graphql operation failed');
+    expect(JSON.stringify(logged?.err)).toMatch(/no such table|does not exist/);
+  });
+});
+
+describe('an unexpected resolver failure in development shows its cause', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ NODE_ENV: 'development', LOG_LEVEL: 'fatal' });
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => atrium?.stop());
+
+  it.each(TRANSPORTS)('%s: INTERNAL_SERVER_ERROR with the original message and stack', async (transport) => {
+    const a = await withoutPostsTable(atrium, () => runOver(transport, base, { query: QUERY }));
+    expect(a.data).toBeNull();
+    const error = a.errors![0]!;
+    expect(error.message).toBe('Unexpected error.');
+    expect(error.extensions!.code).toBe('INTERNAL_SERVER_ERROR');
+    const original = error.extensions!.originalError as { message: string; stack: string };
+    expect(original.message).toMatch(/no such table|does not exist/);
+    expect(original.stack).toMatch(/\n\s+at /);
+  });
+});
+
+describe('an unexpected resolver failure in test mode is masked like production', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ LOG_LEVEL: 'fatal' });
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => atrium?.stop());
+
+  it('POST: no original message outside development', async () => {
+    const a = await withoutPostsTable(atrium, () => runOver('POST', base, { query: QUERY }));
+    expect(a.errors).toEqual([
+      expect.objectContaining({
+        message: 'Unexpected error.',
+        extensions: { code: 'INTERNAL_SERVER_ERROR' },
+      }),
+    ]);
+    expect(JSON.stringify(a)).not.toMatch(LEAKS);
+  });
+});
