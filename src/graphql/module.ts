@@ -38,7 +38,12 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
         const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
         response.headers.forEach((value, key) => void reply.header(key, value));
         reply.status(response.status);
-        reply.send(response.body);
+        // A JSON answer is already one string inside the Response: sending it as such spares the
+        // stream pipe (a Readable, its listeners and a chunked write) on every request. Event
+        // streams and multipart answers stay streamed.
+        const type = response.headers.get('content-type') ?? '';
+        if (type.includes('json') || type.startsWith('text/html')) reply.send(await response.text());
+        else reply.send(response.body);
         return reply;
       },
     });
