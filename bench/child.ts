@@ -1,7 +1,21 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * BENCH_CPU_PROF=<dir>: every server child writes V8 CPU profiles when it exits, into a directory
+ * named after its script (`<dir>/atrium.js/`, `<dir>/graphql-peer.ts/`), one per thread (tsx's
+ * loader thread has its own; the server's is the largest). Summarise one with
+ * `node --import tsx bench/profile-summary.ts <file>`. Off by default: profiling slows the children.
+ */
+function profileArgs(args: string[]): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return [];
+  const script = args.find((a) => !a.startsWith('-') && a !== 'tsx') ?? 'child';
+  return ['--cpu-prof', `--cpu-prof-dir=${join(dir, basename(script))}`];
+}
 
 /**
  * Starts a server process for a benchmark and resolves with the first capture group of `ready`
@@ -13,7 +27,7 @@ export function startChild(
   ready: RegExp,
 ): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    const child = spawn(process.execPath, [...profileArgs(args), ...args], {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,9 @@
  * The GraphQL peer of the benchmark: Mercurius with graphql-jit on Fastify, serving Atrium's own
  * executable schema (same resolvers, same per-request DataLoaders, same core) over the same
  * database, authenticating with the same Authenticator. What it lacks is Atrium's pipeline:
- * persisted queries, depth/complexity validation, the complexity budget, error masking.
+ * persisted queries, depth/complexity validation, the complexity budget, error masking. Like
+ * Atrium it writes one access line per response (pino at info, same logger settings), so both pay
+ * the same logging cost.
  */
 import Fastify from 'fastify';
 import mercurius from 'mercurius';
@@ -10,12 +12,28 @@ import { parseConfig } from '../src/config/schema.js';
 import { createServices } from '../src/compose.js';
 import { createContext } from '../src/graphql/context.js';
 import { buildAtriumSchema } from '../src/graphql/schema.js';
+import { createLogger } from '../src/observability/logger.js';
 
 const services = await createServices(
   parseConfig({ NODE_ENV: 'production', DATABASE_URL: process.env.DATABASE_URL!, LOG_LEVEL: 'silent' }),
   { migrate: false },
 );
-const app = Fastify({ logger: false });
+const logger = createLogger('info');
+const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
+// Atrium's access line (src/http/app.ts), field for field.
+app.addHook('onResponse', (request, reply, done) => {
+  request.log.info(
+    {
+      method: request.method,
+      route: request.routeOptions.url,
+      ip: request.ip,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    },
+    'request',
+  );
+  done();
+});
 await app.register(mercurius, {
   schema: buildAtriumSchema(),
   jit: 1,

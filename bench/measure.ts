@@ -8,6 +8,8 @@ export interface Figure {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in the measured run. */
+  requests: number;
 }
 
 export interface MeasureOptions {
@@ -29,5 +31,6 @@ export async function measure(name: string, opts: autocannon.Options, how: Measu
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
+    requests: result.requests.total,
   };
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type autocannon from 'autocannon';
 import { startChild, stopChildren } from './child.js';
-import { type Figure, measure } from './measure.js';
+import { type Figure, measure, type MeasureOptions } from './measure.js';
 import { parseConfig } from '../src/config/schema.js';
 import { closeServices, createServices } from '../src/compose.js';
 import { benchGrpc } from './grpc.js';
@@ -30,8 +30,8 @@ const KEYS = Number(process.env.BENCH_KEYS ?? 20);
 
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 
-const load = (name: string, opts: autocannon.Options): Promise<Figure> =>
-  measure(name, opts, { seconds: DURATION, warmupSeconds: WARMUP, connections: CONNECTIONS });
+const load = (name: string, opts: autocannon.Options, how: Partial<MeasureOptions> = {}): Promise<Figure> =>
+  measure(name, opts, { seconds: DURATION, warmupSeconds: WARMUP, connections: CONNECTIONS, ...how });
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
@@ -164,7 +164,15 @@ async function main() {
       connections: CONNECTIONS,
     });
     console.table([grpcRow]);
-    const graphql = await benchGraphQL({ root, dir, databaseUrl, children, startChild, load });
+    const graphql = await benchGraphQL({
+      root,
+      dir,
+      databaseUrl,
+      children,
+      startChild,
+      load,
+      seconds: DURATION,
+    });
     const results = join(root, 'bench', 'results');
     mkdirSync(results, { recursive: true });
     const record = {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../compose.js';
 import type { RouteModule } from '../http/routes.js';
@@ -34,11 +35,19 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       method: ['GET', 'POST', 'OPTIONS'],
       schema: { hide: true },
       handler: async (req, reply) => {
+        // An empty POST body reaches Yoga as an empty stream: Yoga reads an empty or absent body
+        // from the request stream, which Fastify has already read to its end, and would wait on it.
+        if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);
         const context: HttpServerContext = { req, reply };
         const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
         response.headers.forEach((value, key) => void reply.header(key, value));
         reply.status(response.status);
-        reply.send(response.body);
+        // A JSON answer is already one string inside the Response: sending it as such spares the
+        // stream pipe (a Readable, its listeners and a chunked write) on every request. Event
+        // streams and multipart answers stay streamed.
+        const type = response.headers.get('content-type') ?? '';
+        if (type.includes('json') || type.startsWith('text/html')) reply.send(await response.text());
+        else reply.send(response.body);
         return reply;
       },
     });

@@ -117,6 +117,9 @@ export function createPipeline(
     logging: false,
     landingPage: false,
     batching: false,
+    // Fastify's BODY_LIMIT_BYTES already answers a larger body with 413 before Yoga reads it;
+    // Yoga's own limit (25 MB) would only pipe every request body through one more stream.
+    maxRequestBodySize: false,
     // GraphiQL from the installed package (scripts, styles and workers inlined), development only.
     graphiql: production
       ? false

@@ -3,6 +3,7 @@ import { type GraphQLError, NoSchemaIntrospectionCustomRule, parse } from 'graph
 import type { Logger } from 'pino';
 import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
 import { spendBudget } from './budget.js';
+import { jitPlugin } from './jit.js';
 import { complexityLimitRule, depthLimitRule } from './limits.js';
 import { noServiceSdlRule } from './schema-exposure.js';
 
@@ -17,7 +18,8 @@ export const MAX_TOKENS = 20_000;
  * - validate: depth ≤ 7 and complexity ≤ 1,000 beside graphql's own rules, and no introspection in
  *   production, federation's `_service { sdl }` included (whatever brought the document: a
  *   persisted hash included);
- * - execute / subscribe: the caller's complexity budget, before any resolver runs.
+ * - execute / subscribe: the caller's complexity budget, before any resolver runs; queries then
+ *   run compiled by graphql-jit (./jit.ts).
  */
 export function pipelinePlugins(options: {
   production: boolean;
@@ -47,5 +49,6 @@ export function pipelinePlugins(options: {
       if (refusal) setResultAndStopExecution({ errors: [refusal as GraphQLError] });
     },
   };
-  return [limits, budget];
+  // Last: it only replaces how a query executes, once the rules above have let it through.
+  return [limits, budget, jitPlugin()];
 }

@@ -1,0 +1,140 @@
+import {
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type FieldNode,
+  getLocation,
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  Kind,
+  visit,
+} from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
+import type { Plugin } from 'graphql-yoga';
+
+/**
+ * Queries run through graphql-jit: each document's operation is compiled once into a function and
+ * reused, which spends markedly less CPU per request than graphql-js walking the document each time
+ * (bench/README.md, "GraphQL"). The rules are untouched: this replaces only the execute step, after
+ * parse, validation (depth, complexity, introspection) and the budget, and for every transport,
+ * since WebSocket and SSE run the same enveloped execute.
+ *
+ * What stays with graphql-js (the executor Yoga brings): mutations (their fields run one after the
+ * other there, and they are not the hot path), subscriptions, introspection, and any document
+ * graphql-jit declines to compile.
+ */
+export function jitPlugin(): Plugin {
+  return {
+    onExecute({ args, executeFn, setExecuteFn }) {
+      if (compiledFor(args)) setExecuteFn((a) => executeCompiled(a, executeFn));
+    },
+  };
+}
+
+/** Runs `args` compiled when it can be compiled (see above), through `fallback` otherwise. */
+export function executeCompiled(args: ExecutionArgs, fallback: Execute): unknown {
+  const compiled = compiledFor(args);
+  return compiled ? runCompiled(compiled, args, fallback) : fallback(args);
+}
+
+/** Compiled operations per parsed document (Yoga's parse cache hands out the same node per text). */
+const compiledByDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
+
+function compiledFor(args: ExecutionArgs): CompiledQuery | null {
+  let byName = compiledByDocument.get(args.document);
+  if (!byName) compiledByDocument.set(args.document, (byName = new Map()));
+  const key = args.operationName ?? '';
+  let compiled = byName.get(key);
+  if (compiled === undefined) {
+    compiled = compile(args);
+    byName.set(key, compiled);
+  }
+  return compiled;
+}
+
+function compile(args: ExecutionArgs): CompiledQuery | null {
+  const operation = getOperationAST(args.document, args.operationName);
+  if (!operation || operation.operation !== 'query') return null;
+  // Introspection is left to graphql-js, whose answers GraphiQL and the audits are written against.
+  const body = args.document.loc?.source.body;
+  if (body === undefined || body.includes('__schema') || body.includes('__type')) return null;
+  const compiled = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+  return isCompiledQuery(compiled) ? compiled : null;
+}
+
+type Execute = (args: ExecutionArgs) => unknown;
+
+function runCompiled(compiled: CompiledQuery, args: ExecutionArgs, fallback: Execute): unknown {
+  // Variables are coerced by graphql-js first so a bad one is refused in graphql-js's own words;
+  // the compiled query then coerces the same raw values again.
+  const operation = getOperationAST(args.document, args.operationName);
+  if (!operation) return fallback(args);
+  const coerced = getVariableValues(
+    args.schema,
+    operation.variableDefinitions ?? [],
+    (args.variableValues ?? {}) as Record<string, unknown>,
+    { maxErrors: 50 },
+  );
+  if (coerced.errors) return { errors: coerced.errors };
+  const result = compiled.query(args.rootValue, args.contextValue, args.variableValues ?? {});
+  return isPromise(result)
+    ? result.then((r) => asGraphQLJs(r, args.document))
+    : asGraphQLJs(result, args.document);
+}
+
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> =>
+  typeof (value as Promise<T> | undefined)?.then === 'function';
+
+/**
+ * graphql-jit's errors carry locations but no AST nodes, and a failure of its own making (a null
+ * in a non-null field) no original error. graphql-js locates every field error on its nodes with the
+ * thrown error as `originalError`; the pipeline's masking and error mapping read exactly that, so
+ * each error is rebuilt the way graphql-js would have made it.
+ */
+function asGraphQLJs(result: ExecutionResult, document: DocumentNode): ExecutionResult {
+  if (!result.errors?.length) return result;
+  return { ...result, errors: result.errors.map((e) => located(e, document)) };
+}
+
+function located(error: GraphQLError, document: DocumentNode): GraphQLError {
+  const original = error.originalError;
+  // graphql-js keeps an error a resolver threw that already names its path.
+  if (original instanceof GraphQLError && Array.isArray(original.path)) return original;
+  const nodes = nodesAt(document, error.locations ?? []);
+  const own = original instanceof GraphQLError ? original : undefined;
+  return new GraphQLError(original?.message ?? error.message, {
+    nodes: own?.nodes ?? (nodes.length > 0 ? nodes : undefined),
+    source: own?.source,
+    positions: own?.positions,
+    path: error.path,
+    originalError: original ?? (error.path ? new Error(error.message) : undefined),
+  });
+}
+
+const fieldsByPosition = new WeakMap<DocumentNode, Map<string, FieldNode>>();
+
+function nodesAt(
+  document: DocumentNode,
+  locations: ReadonlyArray<{ line: number; column: number }>,
+): FieldNode[] {
+  let fields = fieldsByPosition.get(document);
+  if (!fields) {
+    const map = new Map<string, FieldNode>();
+    const source = document.loc?.source;
+    if (source) {
+      visit(document, {
+        [Kind.FIELD](node: FieldNode) {
+          if (!node.loc) return;
+          const { line, column } = getLocation(source, node.loc.start);
+          map.set(`${line}:${column}`, node);
+        },
+      });
+    }
+    fieldsByPosition.set(document, (fields = map));
+  }
+  return locations.flatMap(({ line, column }) => {
+    const node = fields.get(`${line}:${column}`);
+    return node ? [node] : [];
+  });
+}
