@@ -13,7 +13,11 @@ export function startChild(
   ready: RegExp,
 ): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    // BENCH_CPU_PROF=dir: every server writes a V8 CPU profile there when it exits (summarise one
+    // with bench/cpuprofile-summary.ts).
+    const profile = process.env.BENCH_CPU_PROF;
+    const argv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, ...args] : args;
+    const child = spawn(process.execPath, argv, {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
