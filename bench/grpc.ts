@@ -200,7 +200,13 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
   try {
     const atrium = await startChild(
       ['bin/atrium.js', 'serve', '--role', 'grpc'],
-      { DATABASE_URL: options.databaseUrl, GRPC_PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production' },
+      {
+        DATABASE_URL: options.databaseUrl,
+        GRPC_PORT: '0',
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        NODE_ENV: 'production',
+      },
       /"grpc":"([^"]+)"/,
     );
     children.push(atrium.child);
