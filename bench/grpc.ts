@@ -10,7 +10,7 @@
  * connection), each keeping one call in flight, for a warm-up and then BENCH_SECONDS.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,10 @@ export interface GrpcFigure {
   'baseline p50 ms': number;
   'baseline p99 ms': number;
   'ratio (req/s)': number;
+  /** CPU time per call of each process (Linux /proc; absent elsewhere): what load does not change. */
+  'cpu µs/call'?: number;
+  'baseline cpu µs/call'?: number;
+  'client cpu µs/call (atrium, baseline)'?: string;
   errors: number;
 }
 
@@ -50,13 +54,35 @@ interface Run {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU µs per answered call: the server's, the load generator's. */
+  serverCpu: number | undefined;
+  clientCpu: number;
 }
 
 interface Sample {
   latencies: number[];
   seconds: number;
   errors: number;
+  serverCpuUs: number | undefined;
+  clientCpuUs: number;
 }
+
+/** A process's user+system CPU time so far in µs, from /proc (Linux); undefined elsewhere. */
+function cpuOf(pid: number | undefined): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+const clientCpu = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
 
 /** Keeps `connections` calls in flight for `seconds`; latencies in ms. */
 async function drive(
@@ -65,6 +91,7 @@ async function drive(
   userId: string,
   seconds: number,
   connections: number,
+  pid?: number,
 ): Promise<Sample> {
   const clients = Array.from(
     { length: connections },
@@ -74,6 +101,8 @@ async function drive(
   );
   const latencies: number[] = [];
   let errors = 0;
+  const serverBefore = cpuOf(pid);
+  const clientBefore = clientCpu();
   const until = performance.now() + seconds * 1000;
   await Promise.all(
     clients.map(async (client, i) => {
@@ -90,8 +119,12 @@ async function drive(
       }
     }),
   );
+  const clientCpuUs = clientCpu() - clientBefore;
+  const serverAfter = cpuOf(pid);
   for (const c of clients) c.close();
-  return { latencies, seconds, errors };
+  const serverCpuUs =
+    serverBefore === undefined || serverAfter === undefined ? undefined : serverAfter - serverBefore;
+  return { latencies, seconds, errors, serverCpuUs, clientCpuUs };
 }
 
 function summarise(samples: Sample[]): Run {
@@ -99,11 +132,17 @@ function summarise(samples: Sample[]): Run {
   const seconds = samples.reduce((n, x) => n + x.seconds, 0);
   const at = (q: number) =>
     Number((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0).toFixed(2));
+  const calls = Math.max(1, latencies.length);
+  const serverCpu = samples.some((x) => x.serverCpuUs === undefined)
+    ? undefined
+    : samples.reduce((n, x) => n + x.serverCpuUs!, 0) / calls;
   return {
     rps: latencies.length / seconds,
     p50: at(0.5),
     p99: at(0.99),
     errors: samples.reduce((n, x) => n + x.errors, 0),
+    serverCpu,
+    clientCpu: samples.reduce((n, x) => n + x.clientCpuUs, 0) / calls,
   };
 }
 
@@ -113,9 +152,11 @@ function summarise(samples: Sample[]): Run {
  */
 const ROUNDS = Number(process.env.BENCH_GRPC_ROUNDS ?? 4);
 
+type Target = { address: string; metadata: Metadata[]; pid: number | undefined };
+
 async function measureBoth(
-  baseline: { address: string; metadata: Metadata[] },
-  atrium: { address: string; metadata: Metadata[] },
+  baseline: Target,
+  atrium: Target,
   userId: string,
   options: GrpcBenchOptions,
 ): Promise<{ base: Run; real: Run }> {
@@ -127,8 +168,9 @@ async function measureBoth(
   const real: Sample[] = [];
   const slice = options.durationSeconds / ROUNDS;
   for (let r = 0; r < ROUNDS; r++) {
-    base.push(await drive(baseline.address, baseline.metadata, userId, slice, options.connections));
-    real.push(await drive(atrium.address, atrium.metadata, userId, slice, options.connections));
+    const { connections } = options;
+    base.push(await drive(baseline.address, baseline.metadata, userId, slice, connections, baseline.pid));
+    real.push(await drive(atrium.address, atrium.metadata, userId, slice, connections, atrium.pid));
   }
   return { base: summarise(base), real: summarise(real) };
 }
@@ -158,7 +200,13 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
   try {
     const atrium = await startChild(
       ['bin/atrium.js', 'serve', '--role', 'grpc'],
-      { DATABASE_URL: options.databaseUrl, GRPC_PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production' },
+      {
+        DATABASE_URL: options.databaseUrl,
+        GRPC_PORT: '0',
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        NODE_ENV: 'production',
+      },
       /"grpc":"([^"]+)"/,
     );
     children.push(atrium.child);
@@ -177,8 +225,8 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
     children.push(baseline.child);
 
     const { base, real } = await measureBoth(
-      { address: baseline.address, metadata: [new Metadata()] },
-      { address: atrium.address, metadata },
+      { address: baseline.address, metadata: [new Metadata()], pid: baseline.child.pid },
+      { address: atrium.address, metadata, pid: atrium.child.pid },
       user.id,
       options,
     );
@@ -191,6 +239,10 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
       'baseline p50 ms': base.p50,
       'baseline p99 ms': base.p99,
       'ratio (req/s)': Number((real.rps / base.rps).toFixed(2)),
+      ...(real.serverCpu === undefined || base.serverCpu === undefined
+        ? {}
+        : { 'cpu µs/call': Math.round(real.serverCpu), 'baseline cpu µs/call': Math.round(base.serverCpu) }),
+      'client cpu µs/call (atrium, baseline)': `${Math.round(real.clientCpu)}, ${Math.round(base.clientCpu)}`,
       errors: real.errors + base.errors,
     };
   } finally {

@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../domain/clock.js';
 import { iso } from '../domain/clock.js';
@@ -46,7 +47,14 @@ export interface CreatedApiKey {
   user_id: string;
 }
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+/**
+ * Every request with a key hashes twice (the key, its checksum). The one-shot `crypto.hash`
+ * (Node 20.12+) skips the Hash object and costs about half; older Node falls back to createHash.
+ */
+const sha256: (s: string) => string =
+  typeof crypto.hash === 'function'
+    ? (s) => crypto.hash('sha256', s, 'hex')
+    : (s) => createHash('sha256').update(s).digest('hex');
 const checksum = (mode: string, random: string) => sha256(`${mode}:${random}`).slice(0, 6);
 
 export function looksLikeApiKey(key: string): boolean {

@@ -47,7 +47,9 @@ export class UserActivity {
 
   /**
    * Yields events until `signal` aborts. The viewer must be the user or an admin (the read rule);
-   * an unknown or deleted user is not_found, both checked before anything is sent.
+   * an unknown or deleted user is not_found, both checked before anything is sent. A user deleted
+   * while followed ends the stream with not_found too, after the events committed before it: a
+   * change here is seen at once, one made by another process (the CLI) at the next poll.
    */
   async *follow(viewer: Viewer, userId: string, options: FollowOptions): AsyncGenerator<UserActivityEvent> {
     await this.users.read(viewer, userId);
@@ -59,6 +61,11 @@ export class UserActivity {
     let wake: (() => void) | undefined;
     let pending = false;
     const stop = this.deps.bus.on('event.recorded', () => {
+      pending = true;
+      wake?.();
+    });
+    const stopUser = this.deps.bus.on('user.changed', (changed) => {
+      if (changed.userId !== userId) return;
       pending = true;
       wake?.();
     });
@@ -98,6 +105,8 @@ export class UserActivity {
         }
         since = readAt - LOOKBACK_MS;
         for (const [id, at] of seen) if (at < since) seen.delete(id);
+        // Deletion records no event, so whether the user still exists is read on every round.
+        await this.users.get(userId);
         if (pending) {
           pending = false;
           continue;
@@ -115,6 +124,7 @@ export class UserActivity {
       }
     } finally {
       stop();
+      stopUser();
       signal.removeEventListener('abort', onAbort);
     }
   }

@@ -1,4 +1,6 @@
 import type { Transaction } from 'kysely';
+import type { Dialect } from '../store/dialect.js';
+import { fixedQuery } from '../store/fixed-query.js';
 import type { Db } from '../store/store.js';
 import type { Database, Role, UserRow } from '../store/types.js';
 import { isUniqueViolation, isForeignKeyViolation } from '../store/errors.js';
@@ -156,7 +158,7 @@ export class UserService {
 
   /** A live user, or not_found (deleted users are not found). */
   async get(id: string): Promise<User> {
-    return toUser(await liveUser(this.deps.store.db, id));
+    return toUser(await liveUser(this.deps.store.db, this.deps.store.dialect, id));
   }
 
   /** Batch read for data loaders; missing ids are absent from the map. */
@@ -262,7 +264,7 @@ export class UserService {
     policy.assertMayUpdate(actor, id, fields);
 
     return inTransaction(this.deps, async (tx) => {
-      const current = await liveUser(tx.db, id);
+      const current = await liveUser(tx.db, this.deps.store.dialect, id);
       const changedColumns = (Object.keys(patch) as (keyof UserRow)[]).filter((k) => patch[k] !== current[k]);
       if (changedColumns.length === 0) return toUser(current);
       const changes = Object.fromEntries(changedColumns.map((k) => [k, patch[k]])) as Partial<UserRow>;
@@ -296,7 +298,7 @@ export class UserService {
   async delete(actor: Actor, id: string): Promise<{ id: string; deletedAt: string }> {
     assertMayDeleteUser(actor);
     return inTransaction(this.deps, async (tx) => {
-      await liveUser(tx.db, id);
+      await liveUser(tx.db, this.deps.store.dialect, id);
       const now = iso(this.deps.clock.now());
       await tx.db
         .updateTable('users')
@@ -328,7 +330,7 @@ export class UserService {
   async markEmailVerified(actor: Actor, id: string): Promise<User> {
     if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
     return inTransaction(this.deps, async (tx) => {
-      const current = await liveUser(tx.db, id);
+      const current = await liveUser(tx.db, this.deps.store.dialect, id);
       const now = iso(this.deps.clock.now());
       const verifiedAt = current.email_verified_at ?? now;
       await tx.db
@@ -370,8 +372,11 @@ function liveUsers(db: Reader) {
   return db.selectFrom('users').selectAll().where('deleted_at', 'is', null);
 }
 
-async function liveUser(db: Reader, id: string): Promise<UserRow> {
-  const row = await liveUsers(db).where('id', '=', id).executeTakeFirst();
+/** The one-user read (every GetUser, every update): compiled once per dialect, run with the id. */
+const liveUserById = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id));
+
+async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
+  const [row] = await liveUserById(db, dialect, id);
   if (!row) throw notFound('User', id);
   return row;
 }

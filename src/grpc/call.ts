@@ -48,8 +48,6 @@ type AnyCall = ServerUnaryCall<unknown, unknown> | ServerWritableStream<unknown,
 
 class Aborted extends Error {}
 
-type Started = ReturnType<CallPipeline['begin']>;
-
 const first = (md: Metadata, key: string): string | undefined => {
   const v = md.get(key)[0];
   return typeof v === 'string' ? v : undefined;
@@ -65,8 +63,16 @@ export class CallPipeline {
   private draining = false;
   /** Open streams, so a drain can end them with a clean status. */
   private readonly streams = new Set<AbortController>();
+  /**
+   * The access line's logger. Its fields are the request id (checked against a strict pattern),
+   * the method, the status and the duration: nothing a redact path could match, and matching
+   * the paths cost more than the rest of the line.
+   */
+  private readonly accessLog: Logger;
 
-  constructor(private readonly deps: CallPipelineDeps) {}
+  constructor(private readonly deps: CallPipelineDeps) {
+    this.accessLog = deps.logger.child({}, { redact: { paths: [] } });
+  }
 
   /** From now on new calls are refused and open streams end (status OK) at their next step. */
   drain(): void {
@@ -75,18 +81,26 @@ export class CallPipeline {
   }
 
   unary<Req, Res>(method: string, scope: Scope, handler: UnaryHandler<Req, Res>): handleUnaryCall<Req, Res> {
+    const labels = this.labelsFor(method, 'unary');
     return (call, callback) => {
-      const started = this.begin(method, 'unary', call as AnyCall);
-      const controller = new AbortController();
-      call.on('cancelled', () => controller.abort(new Aborted('cancelled')));
-      this.prepare(call as AnyCall, scope, started, controller.signal)
-        .then(async (ctx) => {
-          const result = await handler(ctx, call.request);
+      const started = this.begin(method, labels, call as AnyCall);
+      const cancel = new LazySignal();
+      let finished = false;
+      // grpc-js reports every call as cancelled once its status is sent: only a cancel before that
+      // one is the client's (or its deadline's).
+      call.once('cancelled', () => {
+        if (!finished) cancel.abort(new Aborted('cancelled'));
+      });
+      this.prepare(call as AnyCall, scope, started, cancel)
+        .then((ctx) => handler(ctx, call.request))
+        .then((result) => {
+          finished = true;
           call.sendMetadata(started.response);
           callback(null, result);
           this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : status.OK);
         })
         .catch((err: unknown) => {
+          finished = true;
           const error = toServiceError(err, started.response, started.log);
           callback(error);
           this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : error.code);
@@ -100,8 +114,9 @@ export class CallPipeline {
     handler: StreamHandler<Req, Res>,
     options: { endOnDrain: boolean },
   ): handleServerStreamingCall<Req, Res> {
+    const labels = this.labelsFor(method, 'server_stream');
     return (call) => {
-      const started = this.begin(method, 'server_stream', call as AnyCall);
+      const started = this.begin(method, labels, call as AnyCall);
       const controller = new AbortController();
       // Open-ended streams end at a drain; finite ones (a listing) finish like unary calls do.
       if (options.endOnDrain) this.streams.add(controller);
@@ -122,7 +137,7 @@ export class CallPipeline {
           controller.signal.addEventListener('abort', onAbort, { once: true });
         });
       };
-      this.prepare(call as AnyCall, scope, started, controller.signal)
+      this.prepare(call as AnyCall, scope, started, controller)
         .then(async (ctx) => {
           call.sendMetadata(started.response);
           try {
@@ -145,27 +160,38 @@ export class CallPipeline {
     };
   }
 
-  private begin(method: string, type: string, call: AnyCall) {
-    const requestId = genRequestId({ headers: { 'x-request-id': first(call.metadata, 'x-request-id') } });
-    const labels = { grpc_service: this.deps.service, grpc_method: method, grpc_type: type };
-    this.deps.metrics.started.inc(labels);
+  /** Label sets are made once per method: prom-client hashes them on every call, they never change. */
+  private labelsFor(method: string, type: string): MethodLabels {
+    const base = { grpc_service: this.deps.service, grpc_method: method, grpc_type: type };
+    const byCode = new Map<status, Labels & { grpc_code: string }>();
     return {
-      requestId,
-      /** Sent as response headers on success and merged into the trailers of an error. */
-      response: requestIdMetadata(requestId),
-      labels,
-      method,
-      log: this.deps.logger.child({ request_id: requestId }),
-      at: process.hrtime.bigint(),
+      base,
+      withCode(code) {
+        let labels = byCode.get(code);
+        if (labels === undefined) {
+          labels = { ...base, grpc_code: status[code] ?? String(code) };
+          byCode.set(code, labels);
+        }
+        return labels;
+      },
     };
+  }
+
+  private begin(method: string, labels: MethodLabels, call: AnyCall): Started {
+    const requestId = genRequestId({ headers: { 'x-request-id': first(call.metadata, 'x-request-id') } });
+    this.deps.metrics.started.inc(labels.base);
+    return new Started(requestId, method, labels, this.deps.logger);
   }
 
   private finish(started: Started, code: status): void {
     const seconds = Number(process.hrtime.bigint() - started.at) / 1e9;
-    this.deps.metrics.handled.inc({ ...started.labels, grpc_code: status[code] ?? String(code) });
-    this.deps.metrics.seconds.observe(started.labels, seconds);
-    started.log.info(
+    this.deps.metrics.handled.inc(started.labels.withCode(code));
+    this.deps.metrics.seconds.observe(started.labels.base, seconds);
+    // The request id in the line writes what the call's child logger would, without making a
+    // child for every call.
+    this.accessLog.info(
       {
+        request_id: started.requestId,
         rpc: `/${this.deps.service}/${started.method}`,
         code: status[code] ?? code,
         ms: Math.round(seconds * 10_000) / 10,
@@ -179,27 +205,88 @@ export class CallPipeline {
     call: AnyCall,
     scope: Scope,
     started: Started,
-    signal: AbortSignal,
+    cancel: { readonly signal: AbortSignal },
   ): Promise<CallContext> {
     if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
-    const { response, requestId, log } = started;
     const principal = await this.deps.authenticator.authenticate({
       authorization: first(call.metadata, 'authorization'),
       apiKey: first(call.metadata, 'x-api-key'),
     });
     if (!principal) throw missingCredentials();
-    // The REST steps run unchanged: they read `request.log` and set headers on the reply, which
-    // here become response metadata (x-ratelimit-limit, -remaining, -reset).
-    const request = { log } as unknown as FastifyRequest;
-    const reply = {
-      headers(values: Record<string, string>) {
-        for (const [name, value] of Object.entries(values)) response.set(name, value);
-        return reply;
+    // The REST steps run unchanged: the call stands in for both their request (they read `log`) and
+    // their reply (they set headers, which become response metadata: x-ratelimit-limit, -remaining, -reset).
+    const request = started as unknown as FastifyRequest;
+    const reply = started as unknown as FastifyReply;
+    for (const step of this.deps.afterAuth) await step(principal, request, reply);
+    requireScope(principal, scope);
+    return {
+      principal,
+      actor: toActor(principal),
+      requestId: started.requestId,
+      get log() {
+        return started.log;
+      },
+      get signal() {
+        return cancel.signal;
       },
     };
-    for (const step of this.deps.afterAuth) await step(principal, request, reply as unknown as FastifyReply);
-    requireScope(principal, scope);
-    return { principal, actor: toActor(principal), requestId, log, signal };
+  }
+}
+
+type Labels = { grpc_service: string; grpc_method: string; grpc_type: string };
+
+interface MethodLabels {
+  base: Labels;
+  withCode(code: status): Labels & { grpc_code: string };
+}
+
+/** One call in flight: its id, response metadata, timing, and a logger made only when used. */
+class Started {
+  /** Sent as response headers on success and merged into the trailers of an error. */
+  readonly response: Metadata;
+  readonly at = process.hrtime.bigint();
+  private child: Logger | undefined;
+
+  constructor(
+    readonly requestId: string,
+    readonly method: string,
+    readonly labels: MethodLabels,
+    private readonly logger: Logger,
+  ) {
+    this.response = requestIdMetadata(requestId);
+  }
+
+  /** The call's logger (with its request id); most calls never log but their access line. */
+  get log(): Logger {
+    return (this.child ??= this.logger.child({ request_id: this.requestId }));
+  }
+
+  /** The REST steps' reply: their headers (x-ratelimit-*) become response metadata. */
+  headers(values: Record<string, string>): this {
+    for (const name in values) this.response.set(name, values[name]!);
+    return this;
+  }
+}
+
+/**
+ * A unary call's abort signal, made only when a handler reads it: GetUser never does, and an
+ * AbortController per call was a measurable share of its cost.
+ */
+class LazySignal {
+  private controller: AbortController | undefined;
+  private reason: Aborted | undefined;
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.reason !== undefined) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: Aborted): void {
+    this.reason ??= reason;
+    this.controller?.abort(reason);
   }
 }
 

@@ -135,6 +135,36 @@ describe('gRPC StreamUserActivity', () => {
     expect(asAdmin.messages.length).toBeGreaterThanOrEqual(3);
   });
 
+  it.each([
+    ['on this instance', () => atrium.services],
+    ['by another process (atrium users delete)', () => elsewhere],
+  ])('ends with NOT_FOUND when the user is deleted %s, after the events before it', async (_where, by) => {
+    const doomed = await atrium.caller({ role: 'member' });
+    await atrium.services.core.users.updateSelfService(
+      { id: doomed.userId, kind: 'user', role: 'member' },
+      doomed.userId,
+      { name: 'Soon Gone' },
+    );
+    const events: ActivityMessage[] = [];
+    const call = client.StreamUserActivity!(
+      { user_id: doomed.userId },
+      metadataFor(admin.headers),
+    ) as grpc.ClientReadableStream<ActivityMessage>;
+    let ended: grpc.StatusObject | undefined;
+    call.on('data', (e: ActivityMessage) => events.push(e));
+    call.on('error', () => undefined);
+    call.on('status', (s) => (ended = s));
+    await waitFor(() => events.length >= 1, 5_000, 'the recent event');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ended).toBeUndefined();
+
+    await by().core.users.delete(SYSTEM_ACTOR, doomed.userId);
+    await waitFor(() => ended !== undefined, 5_000, 'the end of the stream');
+    expect(ended?.code).toBe(status.NOT_FOUND);
+    expect(ended?.details).toMatch(/User/);
+    expect(events).toHaveLength(1);
+  });
+
   it('refuses an empty id, an unknown user and a call without credentials', async () => {
     expect((await collect(client, 'StreamUserActivity', { user_id: '' }, admin.headers)).error?.code).toBe(
       status.INVALID_ARGUMENT,

@@ -165,6 +165,8 @@ describe('gRPC drain (SIGTERM to atrium serve)', () => {
         DATABASE_URL: url,
         HOST: '127.0.0.1',
         GRPC_PORT: '0',
+        // It also answers /metrics over HTTP, on PORT (3000 by default, maybe taken on this machine).
+        PORT: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

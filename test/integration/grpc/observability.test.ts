@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grpc, startGrpcAtrium, unary, type GrpcAtrium } from './support.js';
+import { startTestAtrium } from '../../helpers/atrium.js';
+import { grpc, startGrpcAtrium, unary, userServiceClient, type GrpcAtrium } from './support.js';
 
 const { status } = grpc;
 
@@ -77,5 +78,30 @@ describe('gRPC per-call log line, metrics and message size limit', () => {
       caller.headers,
     );
     expect(big.error?.code).toBe(status.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('a gRPC-only process (serve --role grpc)', () => {
+  it('answers /metrics, /healthz and /readyz on PORT with its gRPC metrics, and no REST routes', async () => {
+    const atrium = await startTestAtrium({ HOST: '127.0.0.1', GRPC_PORT: '0' }, ['grpc']);
+    try {
+      const { httpUrl, grpcAddress } = await atrium.listen();
+      expect(httpUrl).toBeDefined();
+      const caller = await atrium.caller();
+      const grpcClient = userServiceClient(grpcAddress!);
+      const ok = await unary(grpcClient, 'GetUser', { user_id: caller.userId }, caller.headers);
+      grpcClient.close();
+      expect(ok.error).toBeNull();
+      const metrics = await fetch(`${httpUrl}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(
+        /atrium_grpc_server_handled_total\{grpc_service="users.v1.UserService",grpc_method="GetUser",grpc_type="unary",grpc_code="OK"\} 1/,
+      );
+      expect((await fetch(`${httpUrl}/healthz`)).status).toBe(200);
+      expect((await fetch(`${httpUrl}/readyz`)).status).toBe(200);
+      expect((await fetch(`${httpUrl}/api/v2/orders`, { headers: caller.headers })).status).toBe(404);
+    } finally {
+      await atrium.stop();
+    }
   });
 });
