@@ -26,7 +26,12 @@ export async function runServe(argv: string[]): Promise<number> {
   });
   atrium.services.onClose.push(async () => sqlite?.release());
   const log = atrium.services.logger;
-  const { httpUrl, grpcAddress } = await atrium.listen();
+  // A port already taken must end the process, not leave it alive with its pools and no listener
+  // (a supervisor waiting for readiness would wait forever).
+  const { httpUrl, grpcAddress } = await atrium.listen().catch(async (err: unknown) => {
+    await atrium.close();
+    throw err;
+  });
   log.info(
     { roles, http: httpUrl, grpc: grpcAddress, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
     'atrium started',

@@ -43,11 +43,6 @@ export class Child {
     });
   }
 
-  /** Sends `signal` (nginx: SIGHUP reloads its configuration). */
-  signal(signal: NodeJS.Signals): void {
-    if (this.running) this.process?.kill(signal);
-  }
-
   /** Resolves with the exit code once the process has ended (at once when it is not running). */
   whenExited(): Promise<number | null> {
     return this.exited;

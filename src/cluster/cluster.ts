@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,9 +46,6 @@ export interface RunningProcess {
   url: string;
 }
 
-/** How long a reload of nginx (SIGHUP) is given before the next step. */
-const NGINX_RELOAD_MS = 1_000;
-
 /** nginx skips a failed instance this long (fail_timeout in nginx-config.ts), plus a margin. */
 const NGINX_RETRY_AFTER_MS = 2_500;
 
@@ -60,7 +57,6 @@ const NGINX_RETRY_AFTER_MS = 2_500;
 export class Cluster {
   private nginx: Child | undefined;
   private site: NginxSite | undefined;
-  private readonly down = new Set<string>();
   private constructor(
     readonly options: ClusterOptions,
     readonly runDir: string,
@@ -170,7 +166,12 @@ export class Cluster {
       api: this.role('api').map((p) => address(p.spec.port)),
       auth: this.role('auth').map((p) => address(p.spec.port)),
       grpc: this.role('grpc').map((p) => address(p.spec.grpcPort)),
+      outOfRotationDir: join(this.runDir, 'out-of-rotation'),
     };
+    // nginx's workers test for the files in it, and run as another user when nginx starts as root
+    // (`nobody`): a file they may not see would leave the instance in rotation without a word.
+    chmodSync(this.runDir, 0o711);
+    mkdirSync(this.site.outOfRotationDir!, { recursive: true, mode: 0o755 });
     const conf = join(this.runDir, 'nginx.conf');
     writeFileSync(conf, renderNginxMain(this.site, this.runDir));
     const binary = this.options.nginxBinary ?? '/usr/sbin/nginx';
@@ -202,19 +203,19 @@ export class Cluster {
 
   /**
    * SIGTERM (the process drains and exits), start it again, wait until it is ready. When another
-   * process of its role stays in rotation, nginx first stops sending it anything new (the server is
-   * marked `down`, then a graceful reload), so no request or call can meet its closing listener or
-   * connections; it is put back once ready.
+   * process of its role stays in rotation, nginx first stops sending it anything new (its file in the
+   * out-of-rotation directory, checked by nginx on every request: no reload, see nginx-config.ts),
+   * so no request or call can meet its closing listener or connections; it is put back once ready.
    */
   async restart(name: string): Promise<void> {
     const p = this.process(name);
     const address = this.upstreamAddress(p);
     const balanced = address !== undefined && this.role(p.spec.role).length > 1;
-    if (balanced) await this.setDown(address, true);
+    if (balanced) this.setOutOfRotation(address, true);
     const code = await p.child.stop('SIGTERM');
     if (code !== 0) throw new Error(`${name} exited ${code} on SIGTERM: ${this.tail(name)}`);
     await this.startProcess(p);
-    if (balanced) await this.setDown(address, false);
+    if (balanced) this.setOutOfRotation(address, false);
   }
 
   private upstreamAddress(p: RunningProcess): string | undefined {
@@ -224,19 +225,13 @@ export class Cluster {
     return undefined;
   }
 
-  /** Rewrites nginx.conf with `address` down (or back) and reloads nginx gracefully (SIGHUP). */
-  private async setDown(address: string, down: boolean): Promise<void> {
-    if (!this.site || !this.nginx) return;
-    if (down) this.down.add(address);
-    else this.down.delete(address);
-    writeFileSync(
-      join(this.runDir, 'nginx.conf'),
-      renderNginxMain({ ...this.site, down: this.down }, this.runDir),
-    );
-    this.nginx.signal('SIGHUP');
-    // nginx starts new workers with the new configuration and lets the old ones finish what they
-    // hold; give it a moment (there is no completion signal for a reload).
-    await new Promise((r) => setTimeout(r, NGINX_RELOAD_MS));
+  /** Creates (or removes) the file that takes `address` out of nginx's rotation from the next request. */
+  private setOutOfRotation(address: string, out: boolean): void {
+    const dir = this.site?.outOfRotationDir;
+    if (!dir) return;
+    const file = join(dir, address);
+    if (out) writeFileSync(file, '');
+    else rmSync(file, { force: true });
   }
 
   /**

@@ -177,4 +177,22 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(await exit).toBe(0);
     expect(stderr).toContain('"msg":"stopped"');
   });
+
+  it('serve exits non-zero when its port is taken, instead of staying up without a listener', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as { port: number }).port;
+      const result = await runCli(['serve', '--role', 'api,grpc'], {
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+      });
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain('EADDRINUSE');
+    } finally {
+      taken.close();
+    }
+  });
 });

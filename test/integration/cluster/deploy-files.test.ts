@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LAYOUT, planLayout } from '../../../src/cluster/layout.js';
-import { COMPOSE_SITE, renderNginxMain, renderNginxSite } from '../../../src/cluster/nginx-config.js';
+import {
+  COMPOSE_SITE,
+  OUT_OF_ROTATION_DIR,
+  renderNginxMain,
+  renderNginxSite,
+} from '../../../src/cluster/nginx-config.js';
 import { root } from '../../helpers/cli.js';
 import { NGINX, ON_CI } from './support.js';
 
@@ -37,8 +42,9 @@ describe('deploy/: what containers run is what the cluster runs', () => {
   it('routes each surface as the issue asks: keep-alive, WebSocket upgrade, unbuffered SSE, h2c gRPC', () => {
     const conf = renderNginxSite(COMPOSE_SITE);
     // Kept-alive HTTP/1.1 upstreams for api and auth, closed by nginx after 1 s idle (shorter than
-    // an instance's drain); none for gRPC (nginx-config.ts says why).
-    expect(conf.match(/keepalive 32;\n {4}keepalive_timeout 1s;/g)).toHaveLength(2);
+    // an instance's drain); none for gRPC (nginx-config.ts says why). api's two upstreams without
+    // one instance (out of rotation) keep alive too: 4 in all.
+    expect(conf.match(/keepalive 32;\n {4}keepalive_timeout 1s;/g)).toHaveLength(4);
     expect(conf).toMatch(/upstream atrium_grpc \{[^}]*\}/);
     expect(conf.match(/upstream atrium_grpc \{[^}]*\}/)![0]).not.toContain('keepalive');
     expect(conf).toContain('lingering_close always;');
@@ -46,12 +52,29 @@ describe('deploy/: what containers run is what the cluster runs', () => {
       /location = \/graphql \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*Connection \$atrium_connection;/,
     );
     expect(conf).toMatch(/location \/graphql\/stream \{[^}]*proxy_buffering off;/);
-    expect(conf).toMatch(/listen 8081 http2;[\s\S]*grpc_pass grpc:\/\/atrium_grpc;/);
-    expect(conf).toMatch(/location \/oauth\/ \{[^}]*proxy_pass http:\/\/atrium_auth;/);
+    expect(conf).toMatch(/listen 8081 http2;[\s\S]*grpc_pass grpc:\/\/\$atrium_grpc;/);
+    expect(conf).toMatch(/location \/oauth\/ \{[^}]*proxy_pass http:\/\/\$atrium_auth;/);
     expect(conf).toContain('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;');
     expect(conf).toContain('proxy_next_upstream error timeout;');
     expect(conf).not.toContain('http_503');
     expect(conf).not.toContain('non_idempotent');
+  });
+
+  it('takes an instance out of rotation by a file, without a reload: an upstream without each one', () => {
+    const conf = renderNginxSite(COMPOSE_SITE);
+    expect(conf.match(/upstream atrium_api_out_1 \{[^}]*\}/)![0]).toContain('server api-2:3000 ');
+    expect(conf.match(/upstream atrium_api_out_1 \{[^}]*\}/)![0]).not.toContain('api-1');
+    expect(conf.match(/upstream atrium_api_out_2 \{[^}]*\}/)![0]).not.toContain('api-2');
+    expect(conf).toContain(
+      `    if (-f ${OUT_OF_ROTATION_DIR}/api-1:3000) {\n        set $atrium_api atrium_api_out_1;\n    }`,
+    );
+    expect(conf).toContain(
+      `    if (-f ${OUT_OF_ROTATION_DIR}/api-2:3000) {\n        set $atrium_api atrium_api_out_2;\n    }`,
+    );
+    // One instance: nowhere else to send its requests, so no file can take it out.
+    expect(conf).not.toContain('atrium_auth_out');
+    expect(conf).not.toContain('atrium_grpc_out');
+    expect(conf).not.toMatch(/ down;/);
   });
 
   it.skipIf(!NGINX && !ON_CI)('nginx itself accepts the configuration `atrium cluster` writes', () => {

@@ -3,6 +3,7 @@ import {
   chownSync,
   existsSync,
   mkdirSync,
+  readFileSync,
   mkdtempSync,
   readdirSync,
   rmdirSync,
@@ -10,7 +11,7 @@ import {
   statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, type Server, Socket } from 'node:net';
+import { createServer, Socket } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Cluster, type ClusterOptions } from '../../../src/cluster/cluster.js';
@@ -61,22 +62,42 @@ export async function missingPrerequisite(): Promise<string | undefined> {
   return reason;
 }
 
-/** Ports free right now (the OS picks them; nginx needs them fixed before the processes start). */
+/**
+ * Ports free right now (nginx needs them fixed before the processes start), picked below the
+ * kernel's ephemeral range: a port the OS picked (listen on 0) is one it also hands out to outgoing
+ * connections, and between its release here and the bind of the process meant to take it, another
+ * test's client socket took one (EADDRINUSE at cluster start, seen under parallel test runs).
+ */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
+  const [low] = ephemeralRange();
+  const ports = new Set<number>();
+  for (let attempts = 0; ports.size < n; attempts++) {
+    if (attempts > n * 50) throw new Error(`no ${n} free ports below ${low}`);
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (!ports.has(port) && (await bindable(port))) ports.add(port);
+  }
+  return [...ports];
+}
+
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (low && high && low > 11_000) return [low, high];
+  } catch {
+    // not Linux: the usual range
+  }
+  return [32_768, 60_999];
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
 }
 
 function newestMtime(dir: string): number {
