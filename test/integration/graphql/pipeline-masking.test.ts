@@ -1,12 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
-import { createLogger } from '../../../src/observability/logger.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { memoryLog } from '../../helpers/memory-log.js';
 import { runOver, TRANSPORTS, type Answer } from './transports.js';
 
 /**
@@ -20,17 +19,6 @@ const QUERY = 'query Broken { posts(first: 1) { totalCount edges { node { id } }
 const persisted = { persistedQuery: { version: 1, sha256Hash: sha256Hex(QUERY) } };
 /** What SQLite and PostgreSQL say about a missing table, and what a stack looks like. */
 const LEAKS = /no such table|does not exist|relation|posts_gone|sqlite|postgres|\bat .+\.(js|ts):\d+|stack/i;
-
-function memoryLog() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: createLogger('info', stream) };
-}
 
 /** Runs `check` while the posts table is missing, and puts it back whatever happens. */
 async function withoutPostsTable<T>(atrium: TestAtrium, check: () => Promise<T>): Promise<T> {
@@ -46,7 +34,7 @@ describe('an unexpected resolver failure in production is masked on every transp
   let atrium: TestAtrium;
   let base: string;
   let dir: string;
-  const log = memoryLog();
+  const log = memoryLog('info');
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'atrium-mask-'));

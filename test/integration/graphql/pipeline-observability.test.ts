@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/observability/logger.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { memoryLog } from '../../helpers/memory-log.js';
 import { runOver, TRANSPORTS, type TransportName } from './transports.js';
 
 /**
@@ -12,24 +11,12 @@ import { runOver, TRANSPORTS, type TransportName } from './transports.js';
 
 const LABEL: Record<TransportName, string> = { POST: 'post', GET: 'get', WS: 'ws', SSE: 'sse' };
 
-/** Lines the test instance logs, parsed. */
-function memoryLog() {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: createLogger('debug', stream) };
-}
-
 describe('per-operation GraphQL metrics and log lines on every transport', () => {
   let atrium: TestAtrium;
   let base: string;
   let key: string;
   let postId: string;
-  const log = memoryLog();
+  const log = memoryLog('debug');
 
   async function count(labels: Record<string, string>): Promise<number> {
     const text = await (await fetch(`${base}/metrics`)).text();
