@@ -87,8 +87,21 @@ export function idAt(prefix: IdPrefix, ms: number): string {
  * bits) keep them unique across instances; clients deduplicate on this id.
  */
 export function newEventId(now: number = Date.now()): string {
-  return `evt_${now.toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
+  // Monotonic within one process like newId: two events of one change (order.created, then
+  // order.cancelled a millisecond later or in the same one) must sort in the order they happened.
+  if (now <= lastEventTime) {
+    lastEventRandom = (lastEventRandom + 1n) & EVENT_RANDOM_MASK;
+    now = lastEventTime;
+  } else {
+    lastEventTime = now;
+    lastEventRandom = BigInt(`0x${randomBytes(10).toString('hex')}`);
+  }
+  return `evt_${now.toString(16).padStart(12, '0')}${lastEventRandom.toString(16).padStart(20, '0')}`;
 }
+
+const EVENT_RANDOM_MASK = (1n << 80n) - 1n;
+let lastEventTime = -1;
+let lastEventRandom = 0n;
 
 const ID_SHAPE = /^([a-z]{3})_[0-9a-hjkmnp-tv-z]{26}$/;
 

@@ -90,6 +90,14 @@ describe('envelope', () => {
   it('event ids sort by time', () => {
     expect(newEventId(1000) < newEventId(2000)).toBe(true);
   });
+
+  it('event ids made in one millisecond by one process keep their order', () => {
+    const now = Date.now() + 60_000;
+    const ids = Array.from({ length: 200 }, () => newEventId(now));
+    expect(new Set(ids).size).toBe(200);
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids) expect(id).toMatch(/^evt_[0-9a-f]{32}$/);
+  });
 });
 
 describe('the SSRF address rule', () => {
