@@ -187,4 +187,20 @@ describe('graphql-jit answers exactly as graphql-js does', () => {
     await executeCompiled({ schema, document: parse('{ __schema { queryType { name } } }') }, fallback);
     expect(fallbacks).toBe(2);
   });
+
+  it('compiles queries that ask for __typename (Apollo Client adds it everywhere); only __schema and __type stay on graphql-js', async () => {
+    let fallbacks = 0;
+    const fallback = (a: ExecutionArgs) => {
+      fallbacks += 1;
+      return execute(a);
+    };
+    const typed = (await executeCompiled(
+      { schema, document: parse('{ posts(first: 1) { __typename id } }') },
+      fallback,
+    )) as ExecutionResult;
+    expect(fallbacks).toBe(0);
+    expect(typed.data).toEqual({ posts: [{ __typename: 'Post', id: expect.any(String) }] });
+    await executeCompiled({ schema, document: parse('{ __type(name: "Post") { name } }') }, fallback);
+    expect(fallbacks).toBe(1);
+  });
 });

@@ -1,4 +1,5 @@
 import {
+  BREAK,
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
@@ -8,6 +9,7 @@ import {
   getVariableValues,
   GraphQLError,
   Kind,
+  type OperationDefinitionNode,
   visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
@@ -26,8 +28,9 @@ import type { Plugin } from 'graphql-yoga';
  */
 export function jitPlugin(): Plugin {
   return {
-    onExecute({ args, executeFn, setExecuteFn }) {
-      if (compiledFor(args)) setExecuteFn((a) => executeCompiled(a, executeFn));
+    onExecute({ args, setExecuteFn }) {
+      const compiled = compiledFor(args);
+      if (compiled) setExecuteFn((a) => runCompiled(compiled, a));
     },
   };
 }
@@ -35,13 +38,19 @@ export function jitPlugin(): Plugin {
 /** Runs `args` compiled when it can be compiled (see above), through `fallback` otherwise. */
 export function executeCompiled(args: ExecutionArgs, fallback: Execute): unknown {
   const compiled = compiledFor(args);
-  return compiled ? runCompiled(compiled, args, fallback) : fallback(args);
+  return compiled ? runCompiled(compiled, args) : fallback(args);
+}
+
+/** A compiled query with the operation it runs (its variable definitions are read per request). */
+interface Compiled {
+  query: CompiledQuery;
+  operation: OperationDefinitionNode;
 }
 
 /** Compiled operations per parsed document (Yoga's parse cache hands out the same node per text). */
-const compiledByDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
+const compiledByDocument = new WeakMap<DocumentNode, Map<string, Compiled | null>>();
 
-function compiledFor(args: ExecutionArgs): CompiledQuery | null {
+function compiledFor(args: ExecutionArgs): Compiled | null {
   let byName = compiledByDocument.get(args.document);
   if (!byName) compiledByDocument.set(args.document, (byName = new Map()));
   const key = args.operationName ?? '';
@@ -53,23 +62,35 @@ function compiledFor(args: ExecutionArgs): CompiledQuery | null {
   return compiled;
 }
 
-function compile(args: ExecutionArgs): CompiledQuery | null {
+function compile(args: ExecutionArgs): Compiled | null {
   const operation = getOperationAST(args.document, args.operationName);
   if (!operation || operation.operation !== 'query') return null;
   // Introspection is left to graphql-js, whose answers GraphiQL and the audits are written against.
-  const body = args.document.loc?.source.body;
-  if (body === undefined || body.includes('__schema') || body.includes('__type')) return null;
-  const compiled = compileQuery(args.schema, args.document, args.operationName ?? undefined);
-  return isCompiledQuery(compiled) ? compiled : null;
+  // Found by field name: `__typename`, which Apollo Client adds to every selection, is no reason.
+  if (asksForSchema(args.document)) return null;
+  const query = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+  return isCompiledQuery(query) ? { query, operation } : null;
+}
+
+function asksForSchema(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    [Kind.FIELD](node: FieldNode) {
+      if (node.name.value === '__schema' || node.name.value === '__type') {
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 type Execute = (args: ExecutionArgs) => unknown;
 
-function runCompiled(compiled: CompiledQuery, args: ExecutionArgs, fallback: Execute): unknown {
+function runCompiled({ query, operation }: Compiled, args: ExecutionArgs): unknown {
   // Variables are coerced by graphql-js first so a bad one is refused in graphql-js's own words;
   // the compiled query then coerces the same raw values again.
-  const operation = getOperationAST(args.document, args.operationName);
-  if (!operation) return fallback(args);
   const coerced = getVariableValues(
     args.schema,
     operation.variableDefinitions ?? [],
@@ -77,7 +98,7 @@ function runCompiled(compiled: CompiledQuery, args: ExecutionArgs, fallback: Exe
     { maxErrors: 50 },
   );
   if (coerced.errors) return { errors: coerced.errors };
-  const result = compiled.query(args.rootValue, args.contextValue, args.variableValues ?? {});
+  const result = query.query(args.rootValue, args.contextValue, args.variableValues ?? {});
   return isPromise(result)
     ? result.then((r) => asGraphQLJs(r, args.document))
     : asGraphQLJs(result, args.document);
