@@ -12,6 +12,7 @@ import { parseConfig } from '../src/config/schema.js';
 import { createServices } from '../src/compose.js';
 import { createContext } from '../src/graphql/context.js';
 import { buildAtriumSchema } from '../src/graphql/schema.js';
+import { registerAccessLog } from '../src/http/plugins/access-log.js';
 import { createLogger } from '../src/observability/logger.js';
 
 const services = await createServices(
@@ -20,20 +21,8 @@ const services = await createServices(
 );
 const logger = createLogger('info');
 const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
-// Atrium's access line (src/http/app.ts), field for field.
-app.addHook('onResponse', (request, reply, done) => {
-  request.log.info(
-    {
-      method: request.method,
-      route: request.routeOptions.url,
-      ip: request.ip,
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-    },
-    'request',
-  );
-  done();
-});
+// Atrium's own access line, so both servers pay for the same log write per response.
+registerAccessLog(app);
 await app.register(mercurius, {
   schema: buildAtriumSchema(),
   jit: 1,

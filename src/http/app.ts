@@ -7,6 +7,7 @@ import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
 import { sendError } from './errors.js';
+import { registerAccessLog } from './plugins/access-log.js';
 import { registerHealth, type ReadinessCheck } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { genRequestId, requestContext, SECURITY_HEADERS } from './plugins/request-context.js';
@@ -92,19 +93,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
   );
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url,
-        ip: request.ip,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 10) / 10,
-      },
-      'request',
-    );
-    done();
-  });
+  registerAccessLog(app);
   // Once the drain stops accepting, every answer closes its connection, so a balancer's kept-alive
   // connections end after a response instead of being cut under a request it just sent.
   app.addHook('onSend', (_request, reply, payload, done) => {
