@@ -15,8 +15,8 @@ describeBrowser('GraphiQL in headless Chromium', () => {
 
   beforeAll(async () => {
     browser = await launchBrowser();
-    dev = await startTestAtrium({ NODE_ENV: 'development', LOG_LEVEL: 'silent' });
-    prod = await startTestAtrium({ NODE_ENV: 'production', LOG_LEVEL: 'silent' });
+    dev = await startTestAtrium({ NODE_ENV: 'development' });
+    prod = await startTestAtrium({ NODE_ENV: 'production' });
     devUrl = (await dev.listen()).httpUrl!;
     prodUrl = (await prod.listen()).httpUrl!;
   }, 90_000);

@@ -30,7 +30,15 @@ export async function startTestAtrium(
   options: ServicesOptions = {},
 ): Promise<TestAtrium> {
   const database = await freshDatabase();
-  const config = parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, PORT: '0', ...env });
+  // Silent whatever NODE_ENV a test picks (production would log at info into the test output); a
+  // test that reads log lines passes its own logger or LOG_LEVEL.
+  const config = parseConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: database.url,
+    PORT: '0',
+    ...env,
+  });
   let atrium: Atrium;
   try {
     atrium = await createAtrium(config, roles, options);

@@ -35,11 +35,7 @@ describe('federation fields in production', () => {
       file,
       JSON.stringify(Object.fromEntries([SERVICE, ALIASED_SERVICE, ENTITIES].map((q) => [sha256Hex(q), q]))),
     );
-    atrium = await startTestAtrium({
-      NODE_ENV: 'production',
-      PERSISTED_QUERIES_FILE: file,
-      LOG_LEVEL: 'silent',
-    });
+    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
     base = (await atrium.listen()).httpUrl!;
     const author = await atrium.caller({ handle: 'fedprodauthor' });
     key = (await atrium.caller({ handle: 'fedprodreader' })).key;

@@ -400,11 +400,7 @@ describe('production: known hashes pass the same limits, and subscriptions are p
         Object.fromEntries([SUBSCRIPTION, TOO_DEEP, TOO_COSTLY, COSTS_928].map((q) => [sha256Hex(q), q])),
       ),
     );
-    atrium = await startTestAtrium({
-      NODE_ENV: 'production',
-      PERSISTED_QUERIES_FILE: file,
-      LOG_LEVEL: 'silent',
-    });
+    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
     base = (await atrium.listen()).httpUrl!;
     caller = await atrium.caller({ handle: 'prodwatcher' });
     const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
