@@ -3,7 +3,7 @@
  * package (a node_modules package, Atrium's own src/ directory, Node's internals, or V8's
  * pseudo-frames such as (garbage collector) and (idle)) and the functions with the most self time.
  *
- *   node --import tsx bench/profile-summary.ts <file.cpuprofile> [top functions, default 25]
+ *   [PROFILE_SKIP_MS=n] node --import tsx bench/profile-summary.ts <file.cpuprofile> [top functions, default 25]
  *
  * Idle time is left out of the shares: they say where the busy time goes. The second table counts
  * a sample for every package on its stack (inclusive time: `graphql-yoga` there includes the
@@ -43,9 +43,15 @@ function main(): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfByNode = new Map<number, number>();
   // timeDeltas[i] is the time before sample i; the sampled frame ran for (roughly) that long.
-  profile.samples.forEach((id, i) =>
-    selfByNode.set(id, (selfByNode.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-  );
+  // PROFILE_SKIP_MS leaves out the first milliseconds (start-up: module loading, route and schema
+  // compilation), which otherwise weigh on every package a server builds at start.
+  const skipMicros = Number(process.env.PROFILE_SKIP_MS ?? 0) * 1000;
+  let elapsed = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    elapsed += delta;
+    if (elapsed >= skipMicros) selfByNode.set(id, (selfByNode.get(id) ?? 0) + delta);
+  });
 
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);

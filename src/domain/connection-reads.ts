@@ -1,6 +1,6 @@
 import type { Actor } from './actor.js';
 import type { Connection, PageArgs } from './connection.js';
-import { MAX_PAGE_SIZE, paginate } from './connection.js';
+import { lazyEdge, MAX_PAGE_SIZE, pageInfoOf, paginate } from './connection.js';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import type { Order } from './order-model.js';
@@ -67,10 +67,7 @@ export async function ordersOf(
   const list = first === 0 ? [] : page.orders;
   // The scope the order service signs its cursors with for the default sort and no status filter.
   const scope = `orders:${userId}:-created_at:*`;
-  const edges = list.map((o) => ({
-    node: o,
-    cursor: deps.cursors.encode(scope, { id: o.id, createdAt: o.createdAt }),
-  }));
+  const edges = list.map((o) => lazyEdge(o, deps.cursors, scope, { id: o.id, createdAt: o.createdAt }));
   const row = await deps.store.db
     .selectFrom('orders')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -78,12 +75,7 @@ export async function ordersOf(
     .executeTakeFirstOrThrow();
   return {
     edges,
-    pageInfo: {
-      hasNextPage: first === 0 ? page.orders.length > 0 : page.hasMore,
-      hasPreviousPage: args.after != null,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
+    pageInfo: pageInfoOf(edges, first === 0 ? page.orders.length > 0 : page.hasMore, args.after != null),
     totalCount: Number(row.n),
   };
 }

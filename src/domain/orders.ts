@@ -6,7 +6,7 @@ import { inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
-import { checkFirst, type Connection } from './connection.js';
+import { checkFirst, type Connection, lazyEdge, pageInfoOf } from './connection.js';
 import { isId, newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
 import {
@@ -172,18 +172,14 @@ export class OrderService {
     for (const userId of ids) {
       const all = byOwner.get(userId) ?? [];
       const scope = `orders:${userId}:-created_at:${status ?? '*'}`;
-      const edges = all.slice(0, size).map((order) => ({
-        node: order,
-        cursor: this.deps.cursors.encode(scope, { id: order.id, createdAt: order.createdAt }),
-      }));
+      const edges = all
+        .slice(0, size)
+        .map((order) =>
+          lazyEdge(order, this.deps.cursors, scope, { id: order.id, createdAt: order.createdAt }),
+        );
       out.set(userId, {
         edges,
-        pageInfo: {
-          hasNextPage: all.length > size,
-          hasPreviousPage: false,
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
-        },
+        pageInfo: pageInfoOf(edges, all.length > size, false),
         totalCount: totals.get(userId) ?? 0,
       });
     }

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CursorCodec } from '../../src/domain/cursor.js';
+import { lazyEdge, pageInfoOf } from '../../src/domain/connection.js';
 import { DomainError } from '../../src/domain/errors.js';
 
 const key = randomBytes(32);
@@ -87,5 +88,46 @@ describe('CursorCodec', () => {
       id: 'a',
       createdAt: 'b',
     });
+  });
+});
+
+describe('edges sign their cursor only when it is read', () => {
+  /** The real codec, counting how often it signs. */
+  class CountingCodec extends CursorCodec {
+    signed = 0;
+    override encode(scope: string, at: typeof position): string {
+      this.signed += 1;
+      return super.encode(scope, at);
+    }
+  }
+
+  it('signs nothing for a page whose cursors nobody asks for', () => {
+    const counting = new CountingCodec(key);
+    const edges = [1, 2, 3].map((n) => lazyEdge({ n }, counting, 'posts', { ...position, id: `p${n}` }));
+    const info = pageInfoOf(edges, true, false);
+    expect(edges.map((e) => e.node.n)).toEqual([1, 2, 3]);
+    expect(info.hasNextPage).toBe(true);
+    expect(counting.signed).toBe(0);
+  });
+
+  it('gives the same valid cursor on every read, signed once, and JSON and spreads carry it', () => {
+    const counting = new CountingCodec(key);
+    const edge = lazyEdge('node', counting, 'posts', position);
+    const first = edge.cursor;
+    expect(edge.cursor).toBe(first);
+    expect(counting.signed).toBe(1);
+    expect(counting.decode('posts', first)).toEqual(position);
+    expect(JSON.parse(JSON.stringify(edge))).toEqual({ node: 'node', cursor: first });
+    expect({ ...edge }.cursor).toBe(first);
+  });
+
+  it('page info names the first and last edges, and null for an empty page', () => {
+    const edges = ['a', 'b'].map((id) => lazyEdge(id, codec, 'posts', { ...position, id }));
+    const info = pageInfoOf(edges, false, true);
+    expect(codec.decode('posts', info.startCursor!).id).toBe('a');
+    expect(codec.decode('posts', info.endCursor!).id).toBe('b');
+    expect(info.hasPreviousPage).toBe(true);
+    const empty = pageInfoOf([], false, false);
+    expect([empty.startCursor, empty.endCursor]).toEqual([null, null]);
   });
 });
