@@ -6,11 +6,13 @@ import { createPersistedQueries } from './pipeline/persisted.js';
 import { createPipeline, type HttpServerContext } from './pipeline/pipeline.js';
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
+import { directPost } from './transports/direct-post.js';
 import { registerSse } from './transports/sse.js';
 import { attachWebSocket } from './transports/websocket.js';
 
 /**
- * GraphQL at /graphql: POST and GET through Yoga, graphql-ws on the same path, graphql-sse at
+ * GraphQL at /graphql: POST and GET through Yoga (the common JSON POST directly, through the same
+ * plugins: ./transports/direct-post.ts), graphql-ws on the same path, graphql-sse at
  * /graphql/stream. All four call the one pipeline (src/graphql/pipeline): authenticate, persisted
  * query, parse (cached), validate with the limits, budget, context, execute or subscribe.
  */
@@ -23,6 +25,7 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
   const commentFeed = new CommentFeed(services);
   await commentFeed.start();
   const pipeline = createPipeline(services, schema, persisted, commentFeed);
+  const direct = directPost(pipeline);
 
   await app.register(async (scope) => {
     // Yoga and graphql-sse read the body themselves (JSON, GraphQL errors for bad JSON); the
@@ -35,6 +38,7 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       method: ['GET', 'POST', 'OPTIONS'],
       schema: { hide: true },
       handler: async (req, reply) => {
+        if (req.method === 'POST' && (await direct(req, reply))) return reply;
         // An empty POST body reaches Yoga as an empty stream: Yoga reads an empty or absent body
         // from the request stream, which Fastify has already read to its end, and would wait on it.
         if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);

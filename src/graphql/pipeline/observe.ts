@@ -57,6 +57,8 @@ const codesOf = (errors: readonly GraphQLError[] | undefined) =>
 type StreamCaller = { transport: 'ws' | 'sse'; requestId: string };
 type Observed = {
   caller?: StreamCaller;
+  /** Set by the direct POST path (../transports/direct-post.ts): the answer did not go through Yoga. */
+  direct?: boolean;
   request?: Request;
   requestId?: string;
   params?: { operationName?: string | null };
@@ -92,7 +94,12 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
     transport: TransportLabel,
     operationType: string,
     outcome: Outcome,
-    fields: { requestId?: string | undefined; operationName?: string | null | undefined; ms?: number },
+    fields: {
+      requestId?: string | undefined;
+      operationName?: string | null | undefined;
+      ms?: number;
+      direct?: boolean;
+    },
     errors?: readonly GraphQLError[],
   ) {
     metrics.operations.inc({ transport, operation_type: operationType, outcome });
@@ -107,6 +114,7 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
         outcome,
         codes: codesOf(errors),
         ms: fields.ms,
+        ...(fields.direct ? { direct: true } : {}),
       },
       'graphql operation',
     );
@@ -138,6 +146,7 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
           requestId: context.caller?.requestId ?? context.requestId,
           operationName,
           ms: Math.round(seconds * 10_000) / 10,
+          direct: context.direct === true,
         },
         result?.errors,
       );

@@ -1,6 +1,12 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type ExecutionArgs, getOperationAST, GraphQLError, type GraphQLSchema } from 'graphql';
+import {
+  type ExecutionArgs,
+  type ExecutionResult,
+  getOperationAST,
+  GraphQLError,
+  type GraphQLSchema,
+} from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
@@ -50,6 +56,18 @@ export interface GraphQLPipeline {
    * context, the same steps Yoga runs for HTTP; execute/subscribe then spend the budget.
    */
   prepare(params: OperationParams, caller: Caller): Promise<Prepared>;
+  /**
+   * A query or mutation a plain JSON POST carried, run through the same envelop plugins Yoga runs
+   * (persisted query, parse and validation caches, limits, credentials, budget, jit, masking), but
+   * without Yoga's Fetch layer. Undefined when anything about it is not a clean success up to
+   * execution (a refusal of any kind, a subscription): Yoga then answers the request as always, so
+   * every refusal keeps Yoga's wording and status. Nothing before execution has side effects.
+   */
+  executeDirect(
+    params: OperationParams,
+    http: HttpServerContext,
+    signal: AbortSignal | undefined,
+  ): Promise<ExecutionResult | undefined>;
   /** Per-operation metrics and log lines; transports report what they refuse themselves. */
   observer: OperationObserver;
 }
@@ -102,6 +120,7 @@ export function createPipeline(
   const production = services.config.nodeEnv === 'production';
   const isDev = services.config.nodeEnv === 'development';
   const observer = operationObserver(services.metrics, services.logger);
+  const mask = maskError(services, isDev);
 
   async function authenticate(credentials: Credentials): Promise<Principal | null> {
     try {
@@ -125,7 +144,7 @@ export function createPipeline(
       ? false
       : { title: 'Atrium GraphiQL', subscriptionsProtocol: 'WS', shouldPersistHeaders: false },
     renderGraphiQL: (options) => (graphiqlPage ??= renderGraphiQL(options)),
-    maskedErrors: { maskError: maskError(services, isDev), isDev },
+    maskedErrors: { maskError: mask, isDev },
     plugins: [
       {
         // Persisted queries for POST and GET; WebSocket and SSE resolve them in prepare().
@@ -205,7 +224,57 @@ export function createPipeline(
     }
   }
 
-  return { yoga, persisted, authenticate, prepare, observer };
+  async function executeDirect(
+    params: OperationParams,
+    http: HttpServerContext,
+    signal: AbortSignal | undefined,
+  ): Promise<ExecutionResult | undefined> {
+    let query: string;
+    try {
+      query = await persisted.resolve(params);
+    } catch {
+      return undefined;
+    }
+    // What the context factory and the observer read of Yoga's Request: its method and signal.
+    const request = { method: 'POST', signal };
+    const enveloped = yoga.getEnveloped({
+      ...http,
+      request,
+      params: { ...params, query },
+      direct: true,
+    } as never);
+    let document;
+    try {
+      document = enveloped.parse(query);
+    } catch {
+      return undefined;
+    }
+    if (enveloped.validate(enveloped.schema, document).length > 0) return undefined;
+    const operationName = params.operationName ?? undefined;
+    const operation = getOperationAST(document, operationName);
+    if (!operation || operation.operation === 'subscription') return undefined;
+    let contextValue;
+    try {
+      contextValue = await enveloped.contextFactory();
+    } catch {
+      return undefined;
+    }
+    try {
+      return (await enveloped.execute({
+        schema: enveloped.schema,
+        document,
+        operationName,
+        variableValues: (params.variables ?? undefined) as Record<string, unknown> | undefined,
+        contextValue,
+      })) as ExecutionResult;
+    } catch (err) {
+      // As Yoga answers an execution that throws (the budget's store failing, say): masked.
+      const masked = mask(err);
+      return { errors: [masked instanceof GraphQLError ? masked : new GraphQLError(masked.message)] };
+    }
+  }
+
+  return { yoga, persisted, authenticate, prepare, executeDirect, observer };
 }
 
 /** For graphql-ws and graphql-sse: run the enveloped execute/subscribe that prepare() attached. */
