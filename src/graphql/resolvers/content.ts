@@ -4,7 +4,7 @@ import type { Post } from '../../domain/posts.js';
 import type { SearchHit } from '../../domain/search.js';
 import { searchTokens } from '../../domain/search.js';
 import type { GraphQLContext } from '../context.js';
-import { graphQLError, viaCore } from '../errors.js';
+import { graphQLError, toGraphQLError, viaCore } from '../errors.js';
 import { actorOf, payload, viewerOf } from './support.js';
 
 interface PostInput {
@@ -32,6 +32,24 @@ async function searchObjects(ctx: GraphQLContext, query: string) {
 function present<T>(value: T | null, what: string, id: string): T {
   if (value === null) throw graphQLError('NOT_FOUND', `${what} ${id} not found.`);
   return value;
+}
+
+const rethrowMapped = (err: unknown): never => {
+  throw toGraphQLError(err);
+};
+
+/**
+ * `present(await load())` with core errors mapped, as one promise chain. An async resolver costs
+ * more promises than its `await` shows (its own result, and a throwaway per await while async hooks
+ * are on, as the request scope keeps them), and these resolvers run once per row: issue 7's query
+ * calls them 120 times.
+ */
+function loadPresent<T>(load: () => Promise<T | null>, what: string, id: string): Promise<T> {
+  try {
+    return load().then((value) => present(value, what, id), rethrowMapped);
+  } catch (err) {
+    return Promise.reject(toGraphQLError(err) as Error);
+  }
 }
 
 export const contentResolvers = {
@@ -78,22 +96,20 @@ export const contentResolvers = {
   },
   Post: {
     __resolveReference: (ref: { id: string }, ctx: GraphQLContext) => ctx.loaders.post.load(ref.id),
-    author: async (post: Post, _: unknown, ctx: GraphQLContext) =>
-      present(await ctx.loaders.user.load(post.authorId), 'User', post.authorId),
+    author: (post: Post, _: unknown, ctx: GraphQLContext) =>
+      loadPresent(() => ctx.loaders.user.load(post.authorId), 'User', post.authorId),
     tags: (post: Post & { tags?: string[] }, _: unknown, ctx: GraphQLContext) =>
       post.tags ?? ctx.loaders.postTags.load(post.id),
     comments: (post: Post, args: PageArgs, ctx: GraphQLContext) =>
-      viaCore(async () =>
-        args.after == null && args.last == null && args.before == null
-          ? present(await ctx.loaders.commentPages.load(post.id, args.first), 'Post', post.id)
-          : ctx.services.core.comments.listByPost(viewerOf(ctx), post.id, args),
-      ),
+      args.after == null && args.last == null && args.before == null
+        ? loadPresent(() => ctx.loaders.commentPages.load(post.id, args.first), 'Post', post.id)
+        : viaCore(() => ctx.services.core.comments.listByPost(viewerOf(ctx), post.id, args)),
   },
   Comment: {
     __resolveReference: (ref: { id: string }, ctx: GraphQLContext) => ctx.loaders.comment.load(ref.id),
-    author: async (comment: Comment, _: unknown, ctx: GraphQLContext) =>
-      present(await ctx.loaders.user.load(comment.authorId), 'User', comment.authorId),
-    post: async (comment: Comment, _: unknown, ctx: GraphQLContext) =>
-      present(await ctx.loaders.post.load(comment.postId), 'Post', comment.postId),
+    author: (comment: Comment, _: unknown, ctx: GraphQLContext) =>
+      loadPresent(() => ctx.loaders.user.load(comment.authorId), 'User', comment.authorId),
+    post: (comment: Comment, _: unknown, ctx: GraphQLContext) =>
+      loadPresent(() => ctx.loaders.post.load(comment.postId), 'Post', comment.postId),
   },
 };

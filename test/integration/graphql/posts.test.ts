@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
@@ -185,5 +186,25 @@ describe('GraphQL posts: connections, comments, batching', () => {
     const res = await s.gql(query, {}, alice.headers);
     expect(res.errors).toBeUndefined();
     expect((res.data!.posts as { edges: unknown[] }).edges).toHaveLength(20);
+  });
+
+  it("a post whose author was deleted answers NOT_FOUND at the author's path, and the post as null", async () => {
+    const gone = await s.atrium.caller({ handle: 'postgone' });
+    const actor = { id: gone.userId, kind: 'user' as const, role: 'member' as const };
+    const post = await s.atrium.services.core.posts.create(actor, {
+      title: 'Orphan',
+      body: 'b',
+      authorId: gone.userId,
+    });
+    await s.atrium.services.core.users.delete(SYSTEM_ACTOR, gone.userId);
+    const res = await s.gql(
+      'query($id: ID!) { post(id: $id) { title author { handle } } }',
+      { id: post.id },
+      alice.headers,
+    );
+    expect(res.data).toEqual({ post: null });
+    expect(codes(res)).toEqual(['NOT_FOUND']);
+    expect(res.errors![0]!.path).toEqual(['post', 'author']);
+    expect(res.errors![0]!.message).toBe(`User ${gone.userId} not found.`);
   });
 });
