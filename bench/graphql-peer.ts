@@ -10,6 +10,7 @@ import Fastify from 'fastify';
 import mercurius from 'mercurius';
 import { parseConfig } from '../src/config/schema.js';
 import { createServices } from '../src/compose.js';
+import { RequestScope, runInRequestScope } from '../src/domain/request-scope.js';
 import { createContext } from '../src/graphql/context.js';
 import { buildAtriumSchema } from '../src/graphql/schema.js';
 import { registerAccessLog } from '../src/http/plugins/access-log.js';
@@ -23,6 +24,14 @@ const logger = createLogger('info');
 const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
 // Atrium's own access line, so both servers pay for the same log write per response.
 registerAccessLog(app);
+if (process.env.BENCH_PEER_REQUEST_SCOPE === '1') {
+  // A diagnostic, not the reported peer: each request runs in a request scope (AsyncLocalStorage)
+  // as Atrium's deadline runs every request (src/http/plugins/request-context.ts), to measure what
+  // that scope costs per request apart from everything else (bench/README.md).
+  app.addHook('preHandler', (_request, _reply, done) => {
+    runInRequestScope(new RequestScope(new AbortController().signal), done);
+  });
+}
 await app.register(mercurius, {
   schema: buildAtriumSchema(),
   jit: 1,

@@ -196,7 +196,10 @@ export async function benchGraphQL(h: Harness): Promise<Record<string, unknown>>
   h.children.push(atrium.child);
   const peer = await h.startChild(
     ['--import', 'tsx', 'bench/graphql-peer.ts'],
-    { DATABASE_URL: h.databaseUrl },
+    {
+      DATABASE_URL: h.databaseUrl,
+      BENCH_PEER_REQUEST_SCOPE: process.env.BENCH_PEER_REQUEST_SCOPE ?? '0',
+    },
     /"url":"(http:\/\/[^"]+)"/,
   );
   h.children.push(peer.child);
