@@ -5,6 +5,8 @@ import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
 import { DomainError, notFound, Problems } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import type { RequestUsers } from '../domain/request-users.js';
+import { toUser } from '../domain/users.js';
 import { fixedQuery } from '../store/fixed-query.js';
 import type { KeyMode, Tier } from '../store/types.js';
 import type { Principal } from './principal.js';
@@ -24,6 +26,15 @@ const keyByHash = fixedQuery((db, hash: string) =>
       'users.id as user_id',
       'users.role',
       'users.deleted_at',
+      // The whole live user, so a call can answer "my own user" without reading it again.
+      'users.organization_id',
+      'users.handle',
+      'users.email',
+      'users.first_name',
+      'users.last_name',
+      'users.email_verified_at',
+      'users.created_at',
+      'users.updated_at',
     ])
     .where('api_keys.key_hash', '=', hash),
 );
@@ -127,8 +138,11 @@ export class ApiKeyService {
     return { id, revoked_at: revokedAt };
   }
 
-  /** Resolves a presented key to its caller, or throws `invalid_api_key` (same error for every failure). */
-  async resolve(key: string): Promise<Principal> {
+  /**
+   * Resolves a presented key to its caller, or throws `invalid_api_key` (same error for every
+   * failure). The caller's user, read by the same statement, is remembered in `seen` when given.
+   */
+  async resolve(key: string, seen?: RequestUsers): Promise<Principal> {
     const invalidKey = () => new DomainError('invalid_api_key', 'The API key is not valid.');
     // Hash before the shape check so a malformed key costs about what a well-formed unknown one does.
     const hash = sha256(key);
@@ -136,6 +150,22 @@ export class ApiKeyService {
     const [row] = await keyByHash(this.deps.store.db, this.deps.store.dialect, hash);
     if (!row || row.revoked_at !== null || row.deleted_at !== null) throw invalidKey();
     this.touch(row.key_id, row.last_used_at);
+    seen?.remember(
+      toUser({
+        id: row.user_id,
+        organization_id: row.organization_id,
+        handle: row.handle,
+        email: row.email,
+        first_name: row.first_name,
+        last_name: row.last_name,
+        role: row.role,
+        password_hash: null,
+        email_verified_at: row.email_verified_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        deleted_at: null,
+      }),
+    );
     return {
       id: row.user_id,
       kind: 'user',

@@ -1,4 +1,5 @@
 import { DomainError } from '../domain/errors.js';
+import type { RequestUsers } from '../domain/request-users.js';
 import type { ApiKeyService } from './api-keys.js';
 import type { Principal } from './principal.js';
 
@@ -40,9 +41,10 @@ export class Authenticator {
     this.bearer = verifier;
   }
 
-  async authenticate(credentials: Credentials): Promise<Principal | null> {
+  /** `seen`, when given, remembers the users authentication read (see RequestUsers). */
+  async authenticate(credentials: Credentials, seen?: RequestUsers): Promise<Principal | null> {
     const apiKey = credentials.apiKey?.trim();
-    if (apiKey) return this.apiKeys.resolve(apiKey);
+    if (apiKey) return this.apiKeys.resolve(apiKey, seen);
     const authorization = credentials.authorization?.trim();
     if (!authorization) return null;
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);

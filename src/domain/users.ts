@@ -12,6 +12,7 @@ import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { DomainError, forbidden, notFound, Problems } from './errors.js';
 import { newId } from './ids.js';
+import type { RequestUsers } from './request-users.js';
 import type { OrganizationService } from './organizations.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import {
@@ -193,9 +194,12 @@ export class UserService {
     return ok && found ? stripHash(found) : undefined;
   }
 
-  /** The whole record for `viewer`: the user themself or an admin (forbidden); unknown or deleted: not_found. */
-  async read(viewer: Viewer, id: string): Promise<User> {
-    const user = await this.get(id);
+  /**
+   * The whole record for `viewer`: the user themself or an admin (forbidden); unknown or deleted:
+   * not_found. `seen` holds users this call has already read (its caller, by authentication).
+   */
+  async read(viewer: Viewer, id: string, seen?: RequestUsers): Promise<User> {
+    const user = seen?.known(id) ?? (await this.get(id));
     assertMayReadUser(viewer, id);
     return user;
   }

@@ -12,6 +12,7 @@ import { type Authenticator, missingCredentials } from '../auth/authenticator.js
 import { type Principal, toActor } from '../auth/principal.js';
 import { requireScope, type Scope } from '../auth/scopes.js';
 import type { Actor } from '../domain/actor.js';
+import { RequestUsers } from '../domain/request-users.js';
 import type { AfterAuthentication } from '../http/auth.js';
 import { genRequestId } from '../http/plugins/request-context.js';
 import { serviceError, toServiceError } from './errors.js';
@@ -25,6 +26,8 @@ export interface CallContext {
   log: Logger;
   /** Aborted when the client cancels, its deadline passes, or (for streams) the server drains. */
   signal: AbortSignal;
+  /** Users this call has read already (the caller, when a key authenticated it): for core reads. */
+  users: RequestUsers;
 }
 
 export type UnaryHandler<Req, Res> = (ctx: CallContext, request: Req) => Promise<Res>;
@@ -208,10 +211,14 @@ export class CallPipeline {
     cancel: { readonly signal: AbortSignal },
   ): Promise<CallContext> {
     if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
-    const principal = await this.deps.authenticator.authenticate({
-      authorization: first(call.metadata, 'authorization'),
-      apiKey: first(call.metadata, 'x-api-key'),
-    });
+    const users = new RequestUsers();
+    const principal = await this.deps.authenticator.authenticate(
+      {
+        authorization: first(call.metadata, 'authorization'),
+        apiKey: first(call.metadata, 'x-api-key'),
+      },
+      users,
+    );
     if (!principal) throw missingCredentials();
     // The REST steps run unchanged: the call stands in for both their request (they read `log`) and
     // their reply (they set headers, which become response metadata: x-ratelimit-limit, -remaining, -reset).
@@ -223,6 +230,7 @@ export class CallPipeline {
       principal,
       actor: toActor(principal),
       requestId: started.requestId,
+      users,
       get log() {
         return started.log;
       },

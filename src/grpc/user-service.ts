@@ -27,7 +27,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
   const { core } = deps;
   return {
     getUser: pipeline.unary('GetUser', 'users:read', async (ctx, request) => {
-      const user = await core.users.read(ctx.actor, requireUserId(request.userId));
+      const user = await core.users.read(ctx.actor, requireUserId(request.userId), ctx.users);
       return toUserMessage(user, user.email);
     }),
 

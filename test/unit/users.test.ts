@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../../src/domain/actor.js';
+import { RequestUsers } from '../../src/domain/request-users.js';
 import { rejection, startCore, type TestCore } from './support/core.js';
 
 describe('UserService', () => {
@@ -262,6 +263,24 @@ describe('UserService', () => {
       const client = { id: a.user.id, kind: 'client' as const, role: null };
       expect((await rejection(t.core.users.read(client, a.user.id))).code).toBe('forbidden');
       expect((await rejection(t.core.users.read(admin, 'usr_missing'))).code).toBe('not_found');
+    });
+
+    it('answers a user this call has read from RequestUsers, and still asks who may read it', async () => {
+      const a = await t.user('member');
+      const b = await t.user('member');
+      const admin = (await t.user('admin')).actor;
+      const seen = new RequestUsers();
+      seen.remember(a.user);
+      const before = t.store.statementCount();
+      expect(await t.core.users.read(a.actor, a.user.id, seen)).toEqual(a.user);
+      expect(await t.core.users.read(admin, a.user.id, seen)).toEqual(a.user);
+      expect(t.store.statementCount()).toBe(before);
+      expect((await rejection(t.core.users.read(b.actor, a.user.id, seen))).code).toBe('forbidden');
+      expect((await rejection(t.core.users.read(null, a.user.id, seen))).code).toBe('forbidden');
+      // Anyone else is read from the store.
+      expect((await t.core.users.read(admin, b.user.id, seen)).id).toBe(b.user.id);
+      expect(t.store.statementCount()).toBe(before + 1);
+      expect((await rejection(t.core.users.read(admin, 'usr_missing', seen))).code).toBe('not_found');
     });
 
     it('shows the email only to the user themself or an admin', async () => {

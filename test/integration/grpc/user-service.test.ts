@@ -57,6 +57,43 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect(value?.id).toBe(member.userId);
     });
 
+    it("reads the store once for the caller's own user (the key lookup), twice for someone else", async () => {
+      const statements = async (userId: string, headers: Record<string, string>) => {
+        const before = atrium.services.store.statementCount();
+        const { error, value } = await unary<UserMessage>(client, 'GetUser', { user_id: userId }, headers);
+        expect(error).toBeNull();
+        expect(value?.id).toBe(userId);
+        return atrium.services.store.statementCount() - before;
+      };
+      // Warm: a key's first use may write last_used_at (at most once a minute).
+      await statements(member.userId, member.headers);
+      await statements(member.userId, admin.headers);
+      expect(await statements(member.userId, member.headers)).toBe(1);
+      expect(await statements(member.userId, admin.headers)).toBe(2);
+    });
+
+    it("answers from this call's own authentication, so a change made between calls is seen at once", async () => {
+      const self = { id: member.userId, kind: 'user' as const, role: 'member' as const };
+      for (const name of ['Fresh One', 'Fresh Two']) {
+        await atrium.services.core.users.updateSelfService(self, member.userId, { name });
+        const { error, value } = await unary<UserMessage>(
+          client,
+          'GetUser',
+          { user_id: member.userId },
+          member.headers,
+        );
+        expect(error).toBeNull();
+        expect(value?.name).toBe(name);
+      }
+    });
+
+    it('refuses the caller as soon as their user is deleted: nothing answers from an earlier call', async () => {
+      const gone = await atrium.caller({ role: 'member' });
+      await atrium.services.core.users.delete(SYSTEM_ACTOR, gone.userId);
+      const { error } = await unary<UserMessage>(client, 'GetUser', { user_id: gone.userId }, gone.headers);
+      expect(error?.code).toBe(status.UNAUTHENTICATED);
+    });
+
     it('refuses an empty user_id with INVALID_ARGUMENT and a field violation', async () => {
       const { error } = await unary(client, 'GetUser', { user_id: '' }, member.headers);
       expect(error?.code).toBe(status.INVALID_ARGUMENT);
