@@ -12,6 +12,7 @@ import { type Authenticator, missingCredentials } from '../auth/authenticator.js
 import { type Principal, toActor } from '../auth/principal.js';
 import { requireScope, type Scope } from '../auth/scopes.js';
 import type { Actor } from '../domain/actor.js';
+import { runWithSignal } from '../domain/request-scope.js';
 import { RequestUsers } from '../domain/request-users.js';
 import type { AfterAuthentication } from '../http/auth.js';
 import { genRequestId } from '../http/plugins/request-context.js';
@@ -83,8 +84,22 @@ export class CallPipeline {
     for (const s of this.streams) s.abort(new Aborted('draining'));
   }
 
-  unary<Req, Res>(method: string, scope: Scope, handler: UnaryHandler<Req, Res>): handleUnaryCall<Req, Res> {
+  /**
+   * `options.writes`: the handler changes data, so it runs in a request scope bound to the call's
+   * cancel signal (`runWithSignal`): once the client cancels or its deadline passes, no statement of
+   * the call starts and an open transaction rolls back instead of committing a change the client
+   * was told failed. Reads go without, since the scope's AsyncLocalStorage costs every promise.
+   */
+  unary<Req, Res>(
+    method: string,
+    scope: Scope,
+    handler: UnaryHandler<Req, Res>,
+    options: { writes?: boolean } = {},
+  ): handleUnaryCall<Req, Res> {
     const labels = this.labelsFor(method, 'unary');
+    const run: UnaryHandler<Req, Res> = options.writes
+      ? (ctx, request) => runWithSignal(ctx.signal, () => handler(ctx, request))
+      : handler;
     return (call, callback) => {
       const started = this.begin(method, labels, call as AnyCall);
       const cancel = new LazySignal();
@@ -95,7 +110,7 @@ export class CallPipeline {
         if (!finished) cancel.abort(new Aborted('cancelled'));
       });
       this.prepare(call as AnyCall, scope, started, cancel)
-        .then((ctx) => handler(ctx, call.request))
+        .then((ctx) => run(ctx, call.request))
         .then((result) => {
           finished = true;
           call.sendMetadata(started.response);

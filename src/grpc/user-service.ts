@@ -53,18 +53,23 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
       { endOnDrain: false },
     ),
 
-    updateUser: pipeline.unary('UpdateUser', 'users:write', async (ctx, request) => {
-      const input = updateInput(request);
-      const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
-      // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
-      await deps.cache.delete(userCacheKey(user.id)).catch((err: unknown) => {
-        ctx.log.warn(
-          { err: err instanceof Error ? err.message : String(err) },
-          'could not invalidate a cached user',
-        );
-      });
-      return toUserMessage(user, user.email);
-    }),
+    updateUser: pipeline.unary(
+      'UpdateUser',
+      'users:write',
+      async (ctx, request) => {
+        const input = updateInput(request);
+        const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
+        // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
+        await deps.cache.delete(userCacheKey(user.id)).catch((err: unknown) => {
+          ctx.log.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'could not invalidate a cached user',
+          );
+        });
+        return toUserMessage(user, user.email);
+      },
+      { writes: true },
+    ),
 
     streamUserActivity: pipeline.serverStream(
       'StreamUserActivity',
