@@ -210,13 +210,15 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
       /"grpc":"([^"]+)"/,
     );
     children.push(atrium.child);
+    // One setup client, closed before measuring: its channel would otherwise stay open beside the load.
+    const setup = new UserServiceClient(atrium.address, credentials.createInsecure());
     if (process.env.BENCH_GRPC_WRITE_FIRST !== '0') {
       // A serving process has answered writes too: UpdateUser runs in a request scope, whose
       // AsyncLocalStorage, once used, costs every promise of the process from then on. One update
       // (changing nothing) puts the server in that state; BENCH_GRPC_WRITE_FIRST=0 measures a
       // process that has only ever read.
       await new Promise<void>((resolve, reject) =>
-        new UserServiceClient(atrium.address, credentials.createInsecure()).updateUser(
+        setup.updateUser(
           { userId: user.id, name: 'Bench User', email: '', role: '', updateMask: ['name'] },
           metadata[0]!,
           (err) => (err ? reject(err) : resolve()),
@@ -224,12 +226,9 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
       );
     }
     const constant = await new Promise<User>((resolve, reject) =>
-      new UserServiceClient(atrium.address, credentials.createInsecure()).getUser(
-        { userId: user.id },
-        metadata[0]!,
-        (err, value) => (err ? reject(err) : resolve(value)),
-      ),
+      setup.getUser({ userId: user.id }, metadata[0]!, (err, value) => (err ? reject(err) : resolve(value))),
     );
+    setup.close();
     const baseline = await startChild(
       ['--import', 'tsx', 'bench/grpc-baseline-server.ts'],
       { BASELINE_USER: JSON.stringify(constant) },

@@ -23,10 +23,10 @@ const keyByHash = fixedQuery((db, hash: string) =>
       'api_keys.tier',
       'api_keys.revoked_at',
       'api_keys.last_used_at',
-      'users.id as user_id',
-      'users.role',
       'users.deleted_at',
-      // The whole live user, so a call can answer "my own user" without reading it again.
+      // The whole live user (toUser's fields), so a call can answer "my own user" without reading it again.
+      'users.id',
+      'users.role',
       'users.organization_id',
       'users.handle',
       'users.email',
@@ -150,24 +150,9 @@ export class ApiKeyService {
     const [row] = await keyByHash(this.deps.store.db, this.deps.store.dialect, hash);
     if (!row || row.revoked_at !== null || row.deleted_at !== null) throw invalidKey();
     this.touch(row.key_id, row.last_used_at);
-    seen?.remember(
-      toUser({
-        id: row.user_id,
-        organization_id: row.organization_id,
-        handle: row.handle,
-        email: row.email,
-        first_name: row.first_name,
-        last_name: row.last_name,
-        role: row.role,
-        password_hash: null,
-        email_verified_at: row.email_verified_at,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        deleted_at: null,
-      }),
-    );
+    seen?.remember(toUser(row));
     return {
-      id: row.user_id,
+      id: row.id,
       kind: 'user',
       role: row.role,
       scopes: scopesForRole(row.role),

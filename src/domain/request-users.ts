@@ -14,15 +14,16 @@ import type { User } from './users.js';
  * or keep one on a long-lived connection (a GraphQL WebSocket, a gRPC stream).
  */
 export class RequestUsers {
-  readonly #known = new Map<string, User>();
+  // One per call on the gRPC hot path, and most calls remember one user at most: no Map until needed.
+  #known: Map<string, User> | undefined;
 
   /** A live user this call has just read from the store. */
   remember(user: User): void {
-    this.#known.set(user.id, user);
+    (this.#known ??= new Map()).set(user.id, user);
   }
 
   /** The user if this call has read it, else undefined (the caller reads the store). */
   known(id: string): User | undefined {
-    return this.#known.get(id);
+    return this.#known?.get(id);
   }
 }

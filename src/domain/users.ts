@@ -394,7 +394,10 @@ function stripHash(u: User & { passwordHash: string | null }): User {
   return user;
 }
 
-export function toUser(row: UserRow): User {
+/** The columns a User is made of: a user row without its password hash and deletion mark. */
+export type UserFields = Omit<UserRow, 'password_hash' | 'deleted_at'>;
+
+export function toUser(row: UserFields): User {
   return {
     id: row.id,
     organizationId: row.organization_id,

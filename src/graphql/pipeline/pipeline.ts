@@ -6,6 +6,7 @@ import {
   getOperationAST,
   GraphQLError,
   type GraphQLSchema,
+  type OperationTypeNode,
 } from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { Credentials } from '../../auth/authenticator.js';
@@ -44,6 +45,12 @@ interface StreamServerContext {
 }
 
 export type Prepared = { args: ExecutionArgs } | { errors: readonly GraphQLError[] };
+type Refused = { errors: readonly GraphQLError[] };
+type Ready = {
+  enveloped: ReturnType<YogaServerInstance<HttpServerContext, GraphQLContext>['getEnveloped']>;
+  operation: OperationTypeNode;
+  args: ExecutionArgs;
+};
 
 export interface GraphQLPipeline {
   /** POST and GET (and GraphiQL) through Yoga, with the pipeline's plugins. */
@@ -186,36 +193,36 @@ export function createPipeline(
     return prepared;
   }
 
-  async function prepareOperation(params: OperationParams, caller: Caller): Promise<Prepared> {
+  /**
+   * Every step before execution, the same for every transport: the persisted query, then through
+   * the enveloped plugins parse, validate (limits, introspection), the operation, and the context
+   * (the caller). A refusal comes back as errors; GraphQLErrors thrown on the way (persisted query,
+   * credentials) are refusals too, anything else throws.
+   */
+  async function envelop(params: OperationParams, initialContext: object): Promise<Ready | Refused> {
     try {
       const query = await persisted.resolve(params);
-      const enveloped = yoga.getEnveloped({ caller, params: { ...params, query } } as never);
-      let document;
-      try {
-        document = enveloped.parse(query);
-      } catch (err) {
-        if (err instanceof GraphQLError) return { errors: [err] };
-        throw err;
-      }
+      const enveloped = yoga.getEnveloped({ ...initialContext, params: { ...params, query } } as never);
+      const document = enveloped.parse(query);
       const errors = enveloped.validate(enveloped.schema, document);
       if (errors.length > 0) return { errors };
       const operationName = params.operationName ?? undefined;
-      if (!getOperationAST(document, operationName)) {
+      const operation = getOperationAST(document, operationName);
+      if (!operation) {
         // Yoga's own words for the same case over HTTP, so every transport says the same.
         const message = 'Could not determine what operation to execute.';
         return { errors: [new GraphQLError(message, { extensions: { http: { status: 400 } } })] };
       }
       const contextValue = await enveloped.contextFactory();
       return {
+        enveloped,
+        operation: operation.operation,
         args: {
           schema: enveloped.schema,
           document,
           operationName,
           variableValues: (params.variables ?? undefined) as Record<string, unknown> | undefined,
           contextValue,
-          // graphql-ws and graphql-sse call execute/subscribe with these args; the enveloped ones
-          // travel along so the budget and error masking run there too.
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
         },
       };
     } catch (err) {
@@ -224,49 +231,31 @@ export function createPipeline(
     }
   }
 
+  async function prepareOperation(params: OperationParams, caller: Caller): Promise<Prepared> {
+    const ready = await envelop(params, { caller });
+    if ('errors' in ready) return ready;
+    const { enveloped, args } = ready;
+    // graphql-ws and graphql-sse call execute/subscribe with these args; the enveloped ones travel
+    // along so the budget and error masking run there too.
+    return { args: { ...args, rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } } };
+  }
+
   async function executeDirect(
     params: OperationParams,
     http: HttpServerContext,
     signal: AbortSignal | undefined,
   ): Promise<ExecutionResult | undefined> {
-    let query: string;
-    try {
-      query = await persisted.resolve(params);
-    } catch {
-      return undefined;
-    }
     // What the context factory and the observer read of Yoga's Request: its method and signal.
     const request = { method: 'POST', signal };
-    const enveloped = yoga.getEnveloped({
-      ...http,
-      request,
-      params: { ...params, query },
-      direct: true,
-    } as never);
-    let document;
+    let ready: Ready | Refused;
     try {
-      document = enveloped.parse(query);
+      ready = await envelop(params, { ...http, request, direct: true });
     } catch {
       return undefined;
     }
-    if (enveloped.validate(enveloped.schema, document).length > 0) return undefined;
-    const operationName = params.operationName ?? undefined;
-    const operation = getOperationAST(document, operationName);
-    if (!operation || operation.operation === 'subscription') return undefined;
-    let contextValue;
+    if ('errors' in ready || ready.operation === 'subscription') return undefined;
     try {
-      contextValue = await enveloped.contextFactory();
-    } catch {
-      return undefined;
-    }
-    try {
-      return (await enveloped.execute({
-        schema: enveloped.schema,
-        document,
-        operationName,
-        variableValues: (params.variables ?? undefined) as Record<string, unknown> | undefined,
-        contextValue,
-      })) as ExecutionResult;
+      return (await ready.enveloped.execute(ready.args)) as ExecutionResult;
     } catch (err) {
       // As Yoga answers an execution that throws (the budget's store failing, say): masked.
       const masked = mask(err);

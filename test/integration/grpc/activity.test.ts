@@ -8,6 +8,7 @@ import { testDialect } from '../../helpers/database.js';
 import {
   collect,
   grpc,
+  handledMetrics,
   metadataFor,
   startGrpcAtrium,
   waitFor,
@@ -107,12 +108,7 @@ describe('gRPC StreamUserActivity', () => {
     expect(error?.code).toBe(status.DEADLINE_EXCEEDED);
     expect(messages.length).toBeGreaterThanOrEqual(3);
     expect(Date.now() - started).toBeLessThan(3_000);
-    // The server records the call when it notices the end, which may be just after the client does.
-    let metrics = '';
-    for (let i = 0; i < 60 && !/StreamUserActivity[^\n]*DEADLINE_EXCEEDED/.test(metrics); i++) {
-      metrics = await atrium.services.metrics.metrics();
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const metrics = await handledMetrics(atrium, 'StreamUserActivity', 'DEADLINE_EXCEEDED');
     expect(metrics).toMatch(
       /atrium_grpc_server_handled_total\{[^}]*grpc_method="StreamUserActivity"[^}]*grpc_code="DEADLINE_EXCEEDED"[^}]*\} 1/,
     );

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StatementGate } from '../../helpers/statement-gate.js';
-import { grpc, startGrpcAtrium, unary, type GrpcAtrium, type UserMessage } from './support.js';
+import {
+  grpc,
+  handledMetrics,
+  startGrpcAtrium,
+  unary,
+  type GrpcAtrium,
+  type UserMessage,
+} from './support.js';
 
 const { status } = grpc;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,18 +43,6 @@ describe('gRPC UpdateUser past its deadline', () => {
       options,
     );
 
-  /** Waits until the server has counted a finished UpdateUser with `code`. */
-  async function handled(code: string): Promise<void> {
-    const line = new RegExp(
-      `atrium_grpc_server_handled_total\\{[^}]*grpc_method="UpdateUser"[^}]*grpc_code="${code}"[^}]*\\} 1`,
-    );
-    for (let i = 0; i < 100; i++) {
-      if (line.test(await atrium.services.metrics.metrics())) return;
-      await pause(50);
-    }
-    throw new Error(`UpdateUser never finished with ${code}`);
-  }
-
   beforeAll(async () => {
     atrium = await startGrpcAtrium({}, { storePlugins: [gate] });
     client = atrium.client();
@@ -71,7 +66,9 @@ describe('gRPC UpdateUser past its deadline', () => {
     // The server sees the cancellation in this same process once its events have been handled.
     await pause(200);
     held.release();
-    await handled('DEADLINE_EXCEEDED');
+    expect(await handledMetrics(atrium, 'UpdateUser', 'DEADLINE_EXCEEDED')).toMatch(
+      /atrium_grpc_server_handled_total\{[^}]*grpc_method="UpdateUser"[^}]*grpc_code="DEADLINE_EXCEEDED"[^}]*\} 1/,
+    );
     expect(await stored()).toEqual(before);
     expect(await updateEvents()).toBe(eventsBefore);
 

@@ -168,6 +168,21 @@ export function waitFor(check: () => boolean, timeoutMs = 5_000, what = 'conditi
   });
 }
 
+/**
+ * Waits until the server has counted a finished call of `method` with `code` and returns the
+ * metrics text. The server records a call when it notices the end, which may be just after the
+ * client does.
+ */
+export async function handledMetrics(atrium: GrpcAtrium, method: string, code: string): Promise<string> {
+  const line = new RegExp(`grpc_method="${method}"[^}]*grpc_code="${code}"`);
+  let metrics = '';
+  for (let i = 0; i < 100 && !line.test(metrics); i++) {
+    metrics = await atrium.services.metrics.metrics();
+    if (!line.test(metrics)) await new Promise((r) => setTimeout(r, 50));
+  }
+  return metrics;
+}
+
 export interface BufCurlResult {
   code: number | null;
   stdout: string;

@@ -25,6 +25,9 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
   });
 
   describe('GetUser', () => {
+    const getUser = (userId: string, headers: Record<string, string>) =>
+      unary<UserMessage>(client, 'GetUser', { user_id: userId }, headers);
+
     it('answers the caller their own user, created_at in Unix seconds, with x-request-id', async () => {
       const { error, value, headers } = await unary<UserMessage>(
         client,
@@ -47,12 +50,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
     });
 
     it('lets an admin read another user', async () => {
-      const { error, value } = await unary<UserMessage>(
-        client,
-        'GetUser',
-        { user_id: member.userId },
-        admin.headers,
-      );
+      const { error, value } = await getUser(member.userId, admin.headers);
       expect(error).toBeNull();
       expect(value?.id).toBe(member.userId);
     });
@@ -60,7 +58,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
     it("reads the store once for the caller's own user (the key lookup), twice for someone else", async () => {
       const statements = async (userId: string, headers: Record<string, string>) => {
         const before = atrium.services.store.statementCount();
-        const { error, value } = await unary<UserMessage>(client, 'GetUser', { user_id: userId }, headers);
+        const { error, value } = await getUser(userId, headers);
         expect(error).toBeNull();
         expect(value?.id).toBe(userId);
         return atrium.services.store.statementCount() - before;
@@ -76,12 +74,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       const self = { id: member.userId, kind: 'user' as const, role: 'member' as const };
       for (const name of ['Fresh One', 'Fresh Two']) {
         await atrium.services.core.users.updateSelfService(self, member.userId, { name });
-        const { error, value } = await unary<UserMessage>(
-          client,
-          'GetUser',
-          { user_id: member.userId },
-          member.headers,
-        );
+        const { error, value } = await getUser(member.userId, member.headers);
         expect(error).toBeNull();
         expect(value?.name).toBe(name);
       }
@@ -90,7 +83,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
     it('refuses the caller as soon as their user is deleted: nothing answers from an earlier call', async () => {
       const gone = await atrium.caller({ role: 'member' });
       await atrium.services.core.users.delete(SYSTEM_ACTOR, gone.userId);
-      const { error } = await unary<UserMessage>(client, 'GetUser', { user_id: gone.userId }, gone.headers);
+      const { error } = await getUser(gone.userId, gone.headers);
       expect(error?.code).toBe(status.UNAUTHENTICATED);
     });
 
