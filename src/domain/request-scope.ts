@@ -57,17 +57,41 @@ export function currentRequestScope(): RequestScope | undefined {
   return storage.getStore();
 }
 
-/** Runs `fn` (and everything it starts) as work of the request `scope` stands for. */
+/**
+ * Scopes entered through `runWithSignal` and not yet ended. On Node 20 an enabled AsyncLocalStorage
+ * runs promise hooks for every promise in the process, about a tenth of a gRPC read's CPU; it is
+ * enabled only while a scope can be current: from the first `run` until the last scope whose end is
+ * known has ended, then disabled, so a process that writes now and then does not pay for it on
+ * every read in between.
+ */
+let openScopes = 0;
+/** A scope was entered whose end is not known here (HTTP's, ended by its hooks): keep the storage on. */
+let unboundedScopes = false;
+
+/**
+ * Runs `fn` (and everything it starts) as work of the request `scope` stands for. The scope has no
+ * end this module can see (work it starts may outlive `fn`), so the storage stays enabled from now on.
+ */
 export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
+  unboundedScopes = true;
   return storage.run(scope, fn);
 }
 
 /**
  * Runs `fn` so that every core write it makes stops when `signal` aborts: transactions roll back,
- * nothing new is written. The entry point for surfaces (GraphQL resolvers, gRPC handlers).
+ * nothing new is written. The entry point for surfaces that know when their work ends (gRPC
+ * handlers): the scope ends when `fn`'s promise settles. Work `fn` starts without awaiting it is
+ * not part of the call: once the scope has ended it may run outside it, as detached work does.
  */
-export function runWithSignal<T>(signal: AbortSignal, fn: () => T): T {
-  return runInRequestScope(new RequestScope(signal), fn);
+export async function runWithSignal<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  openScopes += 1;
+  try {
+    return await storage.run(new RequestScope(signal), fn);
+  } finally {
+    openScopes -= 1;
+    // No scope can be current any more: every later promise would pay the hooks for nothing.
+    if (openScopes === 0 && !unboundedScopes) storage.disable();
+  }
 }
 
 /**

@@ -88,7 +88,8 @@ export class CallPipeline {
    * `options.writes`: the handler changes data, so it runs in a request scope bound to the call's
    * cancel signal (`runWithSignal`): once the client cancels or its deadline passes, no statement of
    * the call starts and an open transaction rolls back instead of committing a change the client
-   * was told failed. Reads go without, since the scope's AsyncLocalStorage costs every promise.
+   * was told failed. Reads go without: while any scope is open, its AsyncLocalStorage costs every
+   * promise of the process (request-scope.ts turns it off again when the last one ends).
    */
   unary<Req, Res>(
     method: string,
