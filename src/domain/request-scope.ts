@@ -11,8 +11,8 @@ import { DomainError } from './errors.js';
  *   `committed`. From then on the work will be durable, so whoever answers on a deadline must
  *   wait for the real result instead of claiming the work was abandoned.
  *
- * A surface (HTTP today; GraphQL and gRPC the same way) runs each call inside `runWithSignal`, or
- * builds a `RequestScope` itself when it must ask `committed` before answering on a deadline.
+ * HTTP builds a `RequestScope` per request (its deadline asks `committed` before answering 503) and
+ * enters it with `runInRequestScope`; gRPC runs each writing call inside `runWithSignal`.
  */
 export class RequestScope {
   #committed = false;
