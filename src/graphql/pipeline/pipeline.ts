@@ -13,6 +13,7 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { DomainError } from '../../domain/errors.js';
+import { runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
 import { toGraphQLError } from '../errors.js';
@@ -234,10 +235,20 @@ export function createPipeline(
   async function prepareOperation(params: OperationParams, caller: Caller): Promise<Prepared> {
     const ready = await envelop(params, { caller });
     if ('errors' in ready) return ready;
-    const { enveloped, args } = ready;
+    const { enveloped, args, operation } = ready;
+    // A mutation over graphql-ws or graphql-sse has the deadline an HTTP request has: once it passes,
+    // no statement of it starts and an open transaction rolls back; the answer is then
+    // SERVICE_UNAVAILABLE, as HTTP's 503. Its scope ends with the execution.
+    const execute =
+      operation === 'mutation'
+        ? (a: ExecutionArgs) =>
+            runWithSignal(AbortSignal.timeout(services.config.requestTimeoutMs), async () =>
+              enveloped.execute(a),
+            )
+        : enveloped.execute;
     // graphql-ws and graphql-sse call execute/subscribe with these args; the enveloped ones travel
     // along so the budget and error masking run there too.
-    return { args: { ...args, rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } } };
+    return { args: { ...args, rootValue: { execute, subscribe: enveloped.subscribe } } };
   }
 
   async function executeDirect(
