@@ -12,7 +12,8 @@ import { DomainError } from './errors.js';
  *   wait for the real result instead of claiming the work was abandoned.
  *
  * HTTP builds a `RequestScope` per request (its deadline asks `committed` before answering 503) and
- * enters it with `runInRequestScope`; gRPC runs each writing call inside `runWithSignal`.
+ * enters it with `enterRequestScope` unless the route is read-only; gRPC writes and GraphQL
+ * mutations over a socket run inside `runWithSignal`.
  */
 export class RequestScope {
   #committed = false;
@@ -58,20 +59,40 @@ export function currentRequestScope(): RequestScope | undefined {
 }
 
 /**
- * Scopes entered through `runWithSignal` and not yet ended. On Node 20 an enabled AsyncLocalStorage
- * runs promise hooks for every promise in the process, about a tenth of a gRPC read's CPU; it is
- * enabled only while a scope can be current: from the first `run` until the last scope whose end is
- * known has ended, then disabled, so a process that writes now and then does not pay for it on
- * every read in between.
+ * Scopes entered and not yet ended. On Node 20 an enabled AsyncLocalStorage runs promise hooks for
+ * every promise in the process, about a tenth of a gRPC read's CPU; it is enabled only while a scope
+ * can be current: from the first `run` until the last open scope has ended, then disabled, so a
+ * process that writes now and then does not pay for it on every read in between.
  */
 let openScopes = 0;
-/** A scope was entered whose end is not known here (HTTP's, ended by its hooks): keep the storage on. */
+/** A scope was entered that never ends (`runInRequestScope`): keep the storage on from then on. */
 let unboundedScopes = false;
+const opened = new WeakSet<RequestScope>();
 
 /**
- * Runs `fn` (and everything it starts) as work of the request `scope` stands for. The scope has no
- * end this module can see (work it starts may outlive `fn`), so the storage stays enabled from now on.
+ * Runs `fn` (and everything it starts) as work of the request `scope` stands for, until
+ * `endRequestScope(scope)`. The surface that enters a scope ends it once nothing of the request can
+ * be refused any more: when its answer has gone out (after that its signal never aborts), or when
+ * its work has settled. A scope that is never ended keeps the storage enabled for good. Entering
+ * the same scope again (a route running part of its work in it) counts once.
  */
+export function enterRequestScope<T>(scope: RequestScope, fn: () => T): T {
+  if (!opened.has(scope)) {
+    opened.add(scope);
+    openScopes += 1;
+  }
+  return storage.run(scope, fn);
+}
+
+/** Ends a scope entered with `enterRequestScope`; nothing for one never entered or already ended. */
+export function endRequestScope(scope: RequestScope): void {
+  if (!opened.delete(scope)) return;
+  openScopes -= 1;
+  // No scope can be current any more: every later promise would pay the hooks for nothing.
+  if (openScopes === 0 && !unboundedScopes) storage.disable();
+}
+
+/** Runs `fn` in a scope that never ends: the storage stays enabled from now on (tests). */
 export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
   unboundedScopes = true;
   return storage.run(scope, fn);
@@ -79,18 +100,17 @@ export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
 
 /**
  * Runs `fn` so that every core write it makes stops when `signal` aborts: transactions roll back,
- * nothing new is written. The entry point for surfaces that know when their work ends (gRPC
- * handlers): the scope ends when `fn`'s promise settles. Work `fn` starts without awaiting it is
- * not part of the call: once the scope has ended it may run outside it, as detached work does.
+ * nothing new is written. The entry point for surfaces whose work ends with a promise (gRPC
+ * handlers, GraphQL mutations over a socket): the scope ends when `fn`'s promise settles. Work `fn`
+ * starts without awaiting it is not part of the call: once the scope has ended it may run outside
+ * it, as detached work does.
  */
 export async function runWithSignal<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-  openScopes += 1;
+  const scope = new RequestScope(signal);
   try {
-    return await storage.run(new RequestScope(signal), fn);
+    return await enterRequestScope(scope, fn);
   } finally {
-    openScopes -= 1;
-    // No scope can be current any more: every later promise would pay the hooks for nothing.
-    if (openScopes === 0 && !unboundedScopes) storage.disable();
+    endRequestScope(scope);
   }
 }
 

@@ -1,9 +1,11 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../compose.js';
 import type { RouteModule } from '../http/routes.js';
 import { createPersistedQueries } from './pipeline/persisted.js';
-import { createPipeline, type HttpServerContext } from './pipeline/pipeline.js';
+import { enterRequestScope } from '../domain/request-scope.js';
+import { requestScopeOf } from '../http/plugins/request-context.js';
+import { createPipeline, type GraphQLPipeline, type HttpServerContext } from './pipeline/pipeline.js';
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
 import { directPost } from './transports/direct-post.js';
@@ -37,22 +39,15 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       url: '/graphql',
       method: ['GET', 'POST', 'OPTIONS'],
       schema: { hide: true },
+      // Queries read outside the request scope; a mutation runs inside it (the direct path enters
+      // it for mutations only, Yoga's path for every POST: GET cannot carry a mutation).
+      config: { scopeInHandler: true },
       handler: async (req, reply) => {
         if (req.method === 'POST' && (await direct(req, reply))) return reply;
-        // An empty POST body reaches Yoga as an empty stream: Yoga reads an empty or absent body
-        // from the request stream, which Fastify has already read to its end, and would wait on it.
-        if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);
-        const context: HttpServerContext = { req, reply };
-        const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
-        response.headers.forEach((value, key) => void reply.header(key, value));
-        reply.status(response.status);
-        // A JSON answer is already one string inside the Response: sending it as such spares the
-        // stream pipe (a Readable, its listeners and a chunked write) on every request. Event
-        // streams and multipart answers stay streamed.
-        const type = response.headers.get('content-type') ?? '';
-        if (type.includes('json') || type.startsWith('text/html')) reply.send(await response.text());
-        else reply.send(response.body);
-        return reply;
+        const scope = req.method === 'POST' ? requestScopeOf(req) : undefined;
+        return scope
+          ? enterRequestScope(scope, () => viaYoga(pipeline, req, reply))
+          : viaYoga(pipeline, req, reply);
       },
     });
     const sse = registerSse(scope, services, pipeline);
@@ -63,6 +58,24 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       await Promise.all([ws.close(), sse.close()]);
     });
   });
+}
+
+/** Everything but the direct path: Yoga answers, and its Response becomes the reply. */
+async function viaYoga(pipeline: GraphQLPipeline, req: FastifyRequest, reply: FastifyReply) {
+  // An empty POST body reaches Yoga as an empty stream: Yoga reads an empty or absent body
+  // from the request stream, which Fastify has already read to its end, and would wait on it.
+  if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);
+  const context: HttpServerContext = { req, reply };
+  const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
+  response.headers.forEach((value, key) => void reply.header(key, value));
+  reply.status(response.status);
+  // A JSON answer is already one string inside the Response: sending it as such spares the
+  // stream pipe (a Readable, its listeners and a chunked write) on every request. Event
+  // streams and multipart answers stay streamed.
+  const type = response.headers.get('content-type') ?? '';
+  if (type.includes('json') || type.startsWith('text/html')) reply.send(await response.text());
+  else reply.send(response.body);
+  return reply;
 }
 
 export const graphqlModule: RouteModule = { name: 'graphql', roles: ['api'], register: registerGraphQL };

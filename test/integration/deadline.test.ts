@@ -1,3 +1,4 @@
+import { executionAsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pg from 'pg';
@@ -98,6 +99,31 @@ describe('the request deadline and the work it abandons', () => {
     expect(signals.slice(signalsBefore)).toEqual([]);
   }
 
+  /**
+   * Whether AsyncLocalStorage is enabled (Node 20 then runs promise hooks, and a promise reaction
+   * runs with its promise as the current async resource): the scope's cost on every promise.
+   */
+  const promisesTracked = (): Promise<boolean> =>
+    Promise.resolve().then(() => executionAsyncResource() instanceof Promise);
+
+  // First: every later test abandons a request, whose scope never ends (its work may still run).
+  it('a write runs in the scope until its answer is out; a read-only route never enters it', async () => {
+    // The warm-up create has been answered: its scope ended, and no scope is left open.
+    expect(await promisesTracked()).toBe(false);
+    const created = await post(randomUUID());
+    expect(created.statusCode).toBe(201);
+    expect(await promisesTracked()).toBe(false);
+    // Reads of the order, held past the deadline: still answered 503 (nothing to roll back).
+    const held = gate.hold('SelectQueryNode', 'orders');
+    const late = await request(atrium, 'GET', '/api/v2/orders?limit=5', caller.headers);
+    await held.reached;
+    expectAbandoned(late);
+    held.release();
+    const read = await request(atrium, 'GET', '/api/v2/orders?limit=5', caller.headers);
+    expect(read.statusCode).toBe(200);
+    expect(await promisesTracked()).toBe(false);
+  });
+
   it('an order create held inside its transaction past the deadline answers 503 and writes nothing', async () => {
     const key = randomUUID();
     const before = (await rowsOf()).orders;
@@ -118,6 +144,10 @@ describe('the request deadline and the work it abandons', () => {
     expect(retry.statusCode).toBe(201);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
     expect((await rowsOf()).orders).toBe(before + 1);
+  });
+
+  it('after an abandoned write the storage stays on: its work may still be running', async () => {
+    expect(await promisesTracked()).toBe(true);
   });
 
   it('a request that finishes in time is untouched by the scope', async () => {

@@ -13,7 +13,7 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { DomainError } from '../../domain/errors.js';
-import { runWithSignal } from '../../domain/request-scope.js';
+import { enterRequestScope, type RequestScope, runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
 import { toGraphQLError } from '../errors.js';
@@ -74,7 +74,7 @@ export interface GraphQLPipeline {
   executeDirect(
     params: OperationParams,
     http: HttpServerContext,
-    signal: AbortSignal | undefined,
+    scope: RequestScope | undefined,
   ): Promise<ExecutionResult | undefined>;
   /** Per-operation metrics and log lines; transports report what they refuse themselves. */
   observer: OperationObserver;
@@ -251,13 +251,17 @@ export function createPipeline(
     return { args: { ...args, rootValue: { execute, subscribe: enveloped.subscribe } } };
   }
 
+  /**
+   * `scope` is the HTTP request's (its deadline): a mutation executes inside it, so past the deadline
+   * its transaction rolls back; a query reads outside it (request-context.ts, `scopeInHandler`).
+   */
   async function executeDirect(
     params: OperationParams,
     http: HttpServerContext,
-    signal: AbortSignal | undefined,
+    scope: RequestScope | undefined,
   ): Promise<ExecutionResult | undefined> {
     // What the context factory and the observer read of Yoga's Request: its method and signal.
-    const request = { method: 'POST', signal };
+    const request = { method: 'POST', signal: scope?.signal };
     let ready: Ready | Refused;
     try {
       ready = await envelop(params, { ...http, request, direct: true });
@@ -266,7 +270,11 @@ export function createPipeline(
     }
     if ('errors' in ready || ready.operation === 'subscription') return undefined;
     try {
-      return (await ready.enveloped.execute(ready.args)) as ExecutionResult;
+      const { enveloped, args } = ready;
+      const execute = () => enveloped.execute(args);
+      return (await (ready.operation === 'mutation' && scope
+        ? enterRequestScope(scope, execute)
+        : execute())) as ExecutionResult;
     } catch (err) {
       // As Yoga answers an execution that throws (the budget's store failing, say): masked.
       const masked = mask(err);

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { processRegularResult } from 'graphql-yoga';
-import { currentRequestScope } from '../../domain/request-scope.js';
+import { requestScopeOf } from '../../http/plugins/request-context.js';
 import type { OperationParams } from '../pipeline/persisted.js';
 import type { GraphQLPipeline } from '../pipeline/pipeline.js';
 
@@ -24,7 +24,7 @@ export function directPost(pipeline: GraphQLPipeline) {
     if (!isJson(req.headers['content-type'])) return false;
     const params = operationParams(req.body);
     if (params === undefined) return false;
-    const result = await pipeline.executeDirect(params, { req, reply }, currentRequestScope()?.signal);
+    const result = await pipeline.executeDirect(params, { req, reply }, requestScopeOf(req));
     if (result === undefined) return false;
     const response = processRegularResult(result, pipeline.yoga.fetchAPI, accepted);
     response.headers.forEach((value, key) => void reply.header(key, value));

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
-import { RequestScope, requestAbandoned, runInRequestScope } from '../../domain/request-scope.js';
+import {
+  RequestScope,
+  endRequestScope,
+  enterRequestScope,
+  requestAbandoned,
+} from '../../domain/request-scope.js';
 import { hasControlCharacter } from '../../domain/validate.js';
 import { sendError } from '../errors.js';
 
@@ -43,12 +48,31 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Long-lived routes (SSE, WebSocket upgrades) are exempt from the request deadline. */
     noTimeout?: boolean;
+    /**
+     * The route only reads: it runs outside the request scope, so it does not keep the scope's
+     * AsyncLocalStorage (promise hooks on every promise of the process) enabled. Its deadline still
+     * answers 503; it has nothing to roll back.
+     */
+    readOnly?: boolean;
+    /**
+     * The route enters the request scope itself (`requestScopeOf`) around the part of its work that
+     * may write (GraphQL: mutations), and reads outside it.
+     */
+    scopeInHandler?: boolean;
   }
 }
 
 interface Deadline {
   timer: NodeJS.Timeout;
   scope: RequestScope;
+}
+
+/** Requests under a deadline (every app's: a request object belongs to one app). */
+const deadlines = new WeakMap<object, Deadline>();
+
+/** The request's scope, for a route that enters it itself (`scopeInHandler`); none without a deadline. */
+export function requestScopeOf(request: object): RequestScope | undefined {
+  return deadlines.get(request)?.scope;
 }
 
 /**
@@ -58,8 +82,6 @@ interface Deadline {
  * is answered with its real result, however late, so a client never retries a change that stood.
  */
 export function requestContext(app: FastifyInstance, timeoutMs: number): void {
-  const deadlines = new WeakMap<object, Deadline>();
-
   // Callback-style hooks throughout: the same steps without a promise and a microtask per hook on
   // every request.
   app.addHook('onRequest', (request, reply, done) => {
@@ -83,11 +105,13 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
     done();
   });
 
-  // After parsing, before route-level preHandler hooks and the handler: all they start runs in the scope.
+  // After parsing, before route-level preHandler hooks and the handler: all they start runs in the
+  // scope, unless the route reads only or enters the scope itself.
   app.addHook('preHandler', (request, _reply, done) => {
     const deadline = deadlines.get(request);
-    if (deadline === undefined) return done();
-    runInRequestScope(deadline.scope, done);
+    const config = request.routeOptions.config;
+    if (deadline === undefined || config?.readOnly || config?.scopeInHandler) return done();
+    enterRequestScope(deadline.scope, done);
   });
 
   // No resource id holds a control character; such a path names nothing, on every engine alike.
@@ -105,7 +129,13 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
 
   app.addHook('onResponse', (request, _reply, done) => {
     const deadline = deadlines.get(request);
-    if (deadline) clearTimeout(deadline.timer);
+    if (deadline) {
+      clearTimeout(deadline.timer);
+      // Once the answer is out the signal never aborts (the deadline only aborts an unanswered
+      // request), so nothing of the request can be refused any more and its scope ends. An
+      // abandoned request's work may still be running and must stay refused: its scope never ends.
+      if (!deadline.scope.signal.aborted) endRequestScope(deadline.scope);
+    }
     done();
   });
 }

@@ -15,6 +15,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
     base,
     {
       onRequest: authOn(services, 'orders:read'),
+      config: { readOnly: true },
       schema: {
         ...docs(version, 'List the items of an order'),
         params: OrderParams,
@@ -38,6 +39,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
     `${base}/:item_id`,
     {
       onRequest: authOn(services, 'orders:read'),
+      config: { readOnly: true },
       schema: {
         ...docs(version, 'Retrieve one item of an order'),
         params: ItemParams,

@@ -17,6 +17,7 @@ export function registerList({ app, services, version }: RouteContext): void {
     `${version.prefix}/orders`,
     {
       onRequest: authOn(services, 'orders:read'),
+      config: { readOnly: true },
       schema: {
         ...docs(
           version,

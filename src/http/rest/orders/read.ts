@@ -17,6 +17,7 @@ export function registerRead({ app, services, version }: RouteContext): void {
     `${version.prefix}/orders/:order_id`,
     {
       onRequest: authOn(services, 'orders:read'),
+      config: { readOnly: true },
       schema: {
         ...docs(
           version,

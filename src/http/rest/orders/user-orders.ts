@@ -24,6 +24,7 @@ function registerRoute(app: OrdersApp, services: Services): void {
     '/v1/users/:user_id/orders',
     {
       onRequest: authOn(services, 'orders:read'),
+      config: { readOnly: true },
       schema: {
         ...docs(
           V2,

@@ -61,6 +61,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
       '/v1/users/:user_id',
       {
         onRequest: auth('users:read'),
+        config: { readOnly: true },
         schema: {
           tags: ['users'],
           summary: 'Get a user',
@@ -131,6 +132,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
       '/v1/organizations/:organization_id',
       {
         onRequest: auth('users:read'),
+        config: { readOnly: true },
         schema: {
           tags: ['users'],
           summary: 'Get an organization',
