@@ -1,5 +1,6 @@
 import { executionAsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
@@ -17,6 +18,7 @@ import { StatementGate } from '../helpers/statement-gate.js';
 import { type Catalogue, makeCatalogue, orderBody, request } from './orders/fixtures.js';
 
 const TIMEOUT_MS = 600;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Issue 10 item 4: a request past its deadline cannot commit, and a 503 never hides a commit. */
 describe('the request deadline and the work it abandons', () => {
@@ -121,6 +123,32 @@ describe('the request deadline and the work it abandons', () => {
     held.release();
     const read = await request(atrium, 'GET', '/api/v2/orders?limit=5', caller.headers);
     expect(read.statusCode).toBe(200);
+    expect(await promisesTracked()).toBe(false);
+  });
+
+  it('a client that hangs up mid-write ends its scope too (Fastify runs no onResponse then)', async () => {
+    const { httpUrl } = await atrium.listen();
+    const held = gate.hold('InsertQueryNode', 'orders');
+    const finished = gate.observe('UpdateQueryNode', 'idempotency_records');
+    const body = JSON.stringify(orderBody(cat));
+    const req = http.request(`${httpUrl}/api/v2/orders`, {
+      method: 'POST',
+      headers: {
+        ...caller.headers,
+        'idempotency-key': randomUUID(),
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
+    });
+    req.on('error', () => undefined);
+    req.end(body);
+    await held.reached;
+    req.destroy();
+    await pause(50);
+    // Nobody will read the answer: the work completes as if answered, and the scope is over.
+    held.release();
+    await finished;
+    await pause(50);
     expect(await promisesTracked()).toBe(false);
   });
 

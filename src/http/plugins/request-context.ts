@@ -65,6 +65,8 @@ declare module 'fastify' {
 interface Deadline {
   timer: NodeJS.Timeout;
   scope: RequestScope;
+  /** The response is done or its connection closed: the scope may no longer be entered. */
+  closed: boolean;
 }
 
 /** Requests under a deadline (every app's: a request object belongs to one app). */
@@ -72,7 +74,8 @@ const deadlines = new WeakMap<object, Deadline>();
 
 /** The request's scope, for a route that enters it itself (`scopeInHandler`); none without a deadline. */
 export function requestScopeOf(request: object): RequestScope | undefined {
-  return deadlines.get(request)?.scope;
+  const deadline = deadlines.get(request);
+  return deadline && !deadline.closed ? deadline.scope : undefined;
 }
 
 /**
@@ -101,7 +104,16 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
       sendError(request, reply, requestAbandoned());
     }, timeoutMs);
     timer.unref();
-    deadlines.set(request, { timer, scope });
+    const deadline: Deadline = { timer, scope, closed: false };
+    deadlines.set(request, deadline);
+    // The scope ends when the response closes: answered (from then on the deadline never aborts its
+    // signal, so nothing of the request can be refused any more) or cut off by the client (nobody
+    // will read the answer; Fastify runs no onResponse then). An abandoned request's work may still
+    // be running and must stay refused: its scope never ends.
+    reply.raw.once('close', () => {
+      deadline.closed = true;
+      if (!scope.signal.aborted) endRequestScope(scope);
+    });
     done();
   });
 
@@ -110,7 +122,8 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('preHandler', (request, _reply, done) => {
     const deadline = deadlines.get(request);
     const config = request.routeOptions.config;
-    if (deadline === undefined || config?.readOnly || config?.scopeInHandler) return done();
+    if (deadline === undefined || deadline.closed || config?.readOnly || config?.scopeInHandler)
+      return done();
     enterRequestScope(deadline.scope, done);
   });
 
@@ -129,13 +142,7 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
 
   app.addHook('onResponse', (request, _reply, done) => {
     const deadline = deadlines.get(request);
-    if (deadline) {
-      clearTimeout(deadline.timer);
-      // Once the answer is out the signal never aborts (the deadline only aborts an unanswered
-      // request), so nothing of the request can be refused any more and its scope ends. An
-      // abandoned request's work may still be running and must stay refused: its scope never ends.
-      if (!deadline.scope.signal.aborted) endRequestScope(deadline.scope);
-    }
+    if (deadline) clearTimeout(deadline.timer);
     done();
   });
 }
