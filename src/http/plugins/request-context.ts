@@ -79,10 +79,11 @@ export function requestScopeOf(request: object): RequestScope | undefined {
 }
 
 /**
- * Echoes the request id, adds the security headers and enforces the deadline. The handler runs in
- * a request scope whose signal aborts at the deadline, so its transactions roll back instead of
- * committing late; the 503 goes out only when none of its work has reached COMMIT. Work that has
- * is answered with its real result, however late, so a client never retries a change that stood.
+ * Echoes the request id, adds the security headers and enforces the deadline. A route that may
+ * write runs in a request scope whose signal aborts at the deadline, so its transactions roll back
+ * instead of committing late; the 503 goes out only when none of its work has reached COMMIT. Work
+ * that has is answered with its real result, however late, so a client never retries a change that
+ * stood. A read-only route gets the same 503 and has nothing to roll back.
  */
 export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   // Callback-style hooks throughout: the same steps without a promise and a microtask per hook on
