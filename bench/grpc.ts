@@ -214,9 +214,9 @@ export async function benchGrpc(options: GrpcBenchOptions): Promise<GrpcFigure> 
     const setup = new UserServiceClient(atrium.address, credentials.createInsecure());
     if (process.env.BENCH_GRPC_WRITE_FIRST !== '0') {
       // A serving process has answered writes too: UpdateUser runs in a request scope, whose
-      // AsyncLocalStorage, once used, costs every promise of the process from then on. One update
-      // (changing nothing) puts the server in that state; BENCH_GRPC_WRITE_FIRST=0 measures a
-      // process that has only ever read.
+      // AsyncLocalStorage costs every promise of the process while it is enabled. One update
+      // (changing nothing) checks that it is off again once the write is over;
+      // BENCH_GRPC_WRITE_FIRST=0 measures a process that has only ever read.
       await new Promise<void>((resolve, reject) =>
         setup.updateUser(
           { userId: user.id, name: 'Bench User', email: '', role: '', updateMask: ['name'] },

@@ -65,37 +65,36 @@ export function currentRequestScope(): RequestScope | undefined {
  * process that writes now and then does not pay for it on every read in between.
  */
 let openScopes = 0;
-/** A scope was entered that never ends (`runInRequestScope`): keep the storage on from then on. */
-let unboundedScopes = false;
-const opened = new WeakSet<RequestScope>();
+/** A scope is open from its first `enterRequestScope` until `endRequestScope`; then it is ended for good. */
+const states = new WeakMap<RequestScope, 'open' | 'ended'>();
 
 /**
  * Runs `fn` (and everything it starts) as work of the request `scope` stands for, until
  * `endRequestScope(scope)`. The surface that enters a scope ends it once nothing of the request can
  * be refused any more: when its answer has gone out (after that its signal never aborts), or when
- * its work has settled. A scope that is never ended keeps the storage enabled for good. Entering
- * the same scope again (a route running part of its work in it) counts once.
+ * its work has settled. A scope that is never ended keeps the storage enabled for good (an
+ * abandoned request's, whose work must stay refused). Entering the same scope again (a route
+ * running part of its work in it) counts once; entering an ended one runs `fn` outside it, as
+ * nothing of that request can be refused any more.
  */
 export function enterRequestScope<T>(scope: RequestScope, fn: () => T): T {
-  if (!opened.has(scope)) {
-    opened.add(scope);
+  const state = states.get(scope);
+  if (state === 'ended') return fn();
+  if (state === undefined) {
+    states.set(scope, 'open');
     openScopes += 1;
   }
   return storage.run(scope, fn);
 }
 
-/** Ends a scope entered with `enterRequestScope`; nothing for one never entered or already ended. */
+/** Ends `scope`, entered or not: it can no longer be entered, and the storage is off once none is open. */
 export function endRequestScope(scope: RequestScope): void {
-  if (!opened.delete(scope)) return;
+  const state = states.get(scope);
+  states.set(scope, 'ended');
+  if (state !== 'open') return;
   openScopes -= 1;
   // No scope can be current any more: every later promise would pay the hooks for nothing.
-  if (openScopes === 0 && !unboundedScopes) storage.disable();
-}
-
-/** Runs `fn` in a scope that never ends: the storage stays enabled from now on (tests). */
-export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
-  unboundedScopes = true;
-  return storage.run(scope, fn);
+  if (openScopes === 0) storage.disable();
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Core } from '../domain/core.js';
 import type { UserActivity } from '../domain/activity.js';
 import { invalid } from '../domain/errors.js';
 import type { Role } from '../store/types.js';
-import { userCacheKey } from '../http/rest/users/cache.js';
+import { dropCachedUser } from '../http/rest/users/cache.js';
 import type { CallPipeline } from './call.js';
 import type { UserServiceServer } from './gen/users/v1/users.gen.js';
 import { requireUserId, toActivityMessage, toUserMessage, updateInput } from './messages.js';
@@ -60,12 +60,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
         const input = updateInput(request);
         const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
         // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
-        await deps.cache.delete(userCacheKey(user.id)).catch((err: unknown) => {
-          ctx.log.warn(
-            { err: err instanceof Error ? err.message : String(err) },
-            'could not invalidate a cached user',
-          );
-        });
+        await dropCachedUser(deps.cache, user.id, ctx.log);
         return toUserMessage(user, user.email);
       },
       { writes: true },

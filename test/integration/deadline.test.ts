@@ -9,7 +9,7 @@ import type { DomainSignal } from '../../src/events/bus.js';
 import {
   RequestScope,
   detachedFromRequest,
-  runInRequestScope,
+  enterRequestScope,
   runWithSignal,
 } from '../../src/domain/request-scope.js';
 import { startTestAtrium, type TestAtrium } from '../helpers/atrium.js';
@@ -27,6 +27,7 @@ describe('the request deadline and the work it abandons', () => {
   let atrium: TestAtrium;
   let cat: Catalogue;
   let caller: { userId: string; headers: Record<string, string> };
+  let httpUrl: string;
   const signals: DomainSignal[] = [];
 
   beforeAll(async () => {
@@ -42,6 +43,7 @@ describe('the request deadline and the work it abandons', () => {
     });
     cat = await makeCatalogue(atrium);
     caller = await atrium.caller();
+    httpUrl = (await atrium.listen()).httpUrl!;
     // One create first, so statements a first request may make once (housekeeping) are behind us.
     const warmUp = await post(randomUUID());
     if (warmUp.statusCode !== 201) throw new Error(`warm-up failed: ${warmUp.statusCode}`);
@@ -52,6 +54,17 @@ describe('the request deadline and the work it abandons', () => {
   afterAll(async () => {
     await atrium.stop();
   });
+
+  /** A GET through a real socket (fetch), answered in the shape `expectAbandoned` reads. */
+  async function getOverSocket(path: string) {
+    const res = await fetch(`${httpUrl}${path}`, { headers: caller.headers });
+    const text = await res.text();
+    return {
+      statusCode: res.status,
+      headers: Object.fromEntries(res.headers) as Record<string, string>,
+      json: () => JSON.parse(text) as unknown,
+    };
+  }
 
   const post = (key: string) =>
     request(atrium, 'POST', '/api/v2/orders', { ...caller.headers, 'idempotency-key': key }, orderBody(cat));
@@ -73,7 +86,8 @@ describe('the request deadline and the work it abandons', () => {
     return { orders: orders.length, items: items.length, events: events.length, claims: claims.length };
   };
 
-  function expectAbandoned(res: Awaited<ReturnType<typeof post>>): void {
+  type Answer = { statusCode: number; headers: Record<string, unknown>; json(): unknown };
+  function expectAbandoned(res: Answer): void {
     expect(res.statusCode).toBe(503);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.headers['x-content-type-options']).toBe('nosniff');
@@ -117,17 +131,16 @@ describe('the request deadline and the work it abandons', () => {
     expect(await promisesTracked()).toBe(false);
     // Reads of the order, held past the deadline: still answered 503 (nothing to roll back).
     const held = gate.hold('SelectQueryNode', 'orders');
-    const late = await request(atrium, 'GET', '/api/v2/orders?limit=5', caller.headers);
+    const late = await getOverSocket('/api/v2/orders?limit=5');
     await held.reached;
     expectAbandoned(late);
     held.release();
-    const read = await request(atrium, 'GET', '/api/v2/orders?limit=5', caller.headers);
+    const read = await getOverSocket('/api/v2/orders?limit=5');
     expect(read.statusCode).toBe(200);
     expect(await promisesTracked()).toBe(false);
   });
 
   it('a client that hangs up mid-write ends its scope too (Fastify runs no onResponse then)', async () => {
-    const { httpUrl } = await atrium.listen();
     const held = gate.hold('InsertQueryNode', 'orders');
     const finished = gate.observe('UpdateQueryNode', 'idempotency_records');
     const body = JSON.stringify(orderBody(cat));
@@ -256,7 +269,7 @@ describe('the request deadline and the work it abandons', () => {
       const controller = new AbortController();
       const scope = new RequestScope(controller.signal);
       const id = `org_${randomUUID()}`;
-      const work = runInRequestScope(scope, () =>
+      const work = enterRequestScope(scope, () =>
         atrium.services.store.db.transaction().execute(async (trx) => {
           await trx.insertInto('organizations').values(org(id)).execute();
           controller.abort();
@@ -293,7 +306,7 @@ describe('the request deadline and the work it abandons', () => {
       const scope = new RequestScope(new AbortController().signal);
       const id = `org_${randomUUID()}`;
       expect(scope.committed).toBe(false);
-      await runInRequestScope(scope, () =>
+      await enterRequestScope(scope, () =>
         atrium.services.store.db
           .transaction()
           .execute((trx) => trx.insertInto('organizations').values(org(id)).execute()),

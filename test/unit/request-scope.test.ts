@@ -5,7 +5,8 @@ import {
   RequestScope,
   currentRequestScope,
   detachedFromRequest,
-  runInRequestScope,
+  endRequestScope,
+  enterRequestScope,
   runWithSignal,
 } from '../../src/domain/request-scope.js';
 
@@ -27,8 +28,8 @@ async function scopeAfterHops(): Promise<(RequestScope | undefined)[]> {
 const promisesTracked = (): Promise<boolean> =>
   Promise.resolve().then(() => executionAsyncResource() instanceof Promise);
 
-// The order matters: an HTTP scope keeps the storage enabled for the rest of the process, so the
-// test that enters one comes last.
+// The order matters: a scope never ended keeps the storage enabled for the rest of the process, so
+// the test that leaves one open comes last.
 describe('request scopes (AsyncLocalStorage enabled only while a scope can be current)', () => {
   it('a scope is current across awaits and timers, and the storage is off once it ends', async () => {
     expect(await promisesTracked()).toBe(false);
@@ -96,9 +97,17 @@ describe('request scopes (AsyncLocalStorage enabled only while a scope can be cu
     expect(await promisesTracked()).toBe(false);
   });
 
-  it('an HTTP scope, whose end only its hooks know, keeps the storage on from then on', async () => {
+  it('a scope entered after it ended runs its work outside it (a request answered already)', async () => {
     const scope = new RequestScope(new AbortController().signal);
-    const seen = await runInRequestScope(scope, scopeAfterHops);
+    endRequestScope(scope);
+    const seen = await enterRequestScope(scope, scopeAfterHops);
+    for (const s of seen) expect(s).toBeUndefined();
+    expect(await promisesTracked()).toBe(false);
+  });
+
+  it("a scope that is never ended (an abandoned request's) keeps the storage on from then on", async () => {
+    const scope = new RequestScope(new AbortController().signal);
+    const seen = await enterRequestScope(scope, scopeAfterHops);
     for (const s of seen) expect(s).toBe(scope);
     await runWithSignal(new AbortController().signal, scopeAfterHops);
     expect(await promisesTracked()).toBe(true);

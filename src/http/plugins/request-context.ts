@@ -65,8 +65,6 @@ declare module 'fastify' {
 interface Deadline {
   timer: NodeJS.Timeout;
   scope: RequestScope;
-  /** The response is done or its connection closed: the scope may no longer be entered. */
-  closed: boolean;
 }
 
 /** Requests under a deadline (every app's: a request object belongs to one app). */
@@ -74,8 +72,7 @@ const deadlines = new WeakMap<object, Deadline>();
 
 /** The request's scope, for a route that enters it itself (`scopeInHandler`); none without a deadline. */
 export function requestScopeOf(request: object): RequestScope | undefined {
-  const deadline = deadlines.get(request);
-  return deadline && !deadline.closed ? deadline.scope : undefined;
+  return deadlines.get(request)?.scope;
 }
 
 /**
@@ -91,7 +88,8 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.headers(SECURITY_HEADERS);
-    if (request.routeOptions.config?.noTimeout) return done();
+    const config = request.routeOptions.config;
+    if (config?.noTimeout) return done();
     const controller = new AbortController();
     const scope = new RequestScope(controller.signal);
     const timer = setTimeout(() => {
@@ -105,16 +103,18 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
       sendError(request, reply, requestAbandoned());
     }, timeoutMs);
     timer.unref();
-    const deadline: Deadline = { timer, scope, closed: false };
-    deadlines.set(request, deadline);
+    deadlines.set(request, { timer, scope });
     // The scope ends when the response closes: answered (from then on the deadline never aborts its
     // signal, so nothing of the request can be refused any more) or cut off by the client (nobody
     // will read the answer; Fastify runs no onResponse then). An abandoned request's work may still
-    // be running and must stay refused: its scope never ends.
-    reply.raw.once('close', () => {
-      deadline.closed = true;
-      if (!scope.signal.aborted) endRequestScope(scope);
-    });
+    // be running and must stay refused: its scope never ends. Work that enters an ended scope runs
+    // outside it (request-scope.ts).
+    // A read-only route never enters its scope: nothing to end, no listener on its hot path.
+    if (!config?.readOnly) {
+      reply.raw.once('close', () => {
+        if (!scope.signal.aborted) endRequestScope(scope);
+      });
+    }
     done();
   });
 
@@ -123,8 +123,7 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('preHandler', (request, _reply, done) => {
     const deadline = deadlines.get(request);
     const config = request.routeOptions.config;
-    if (deadline === undefined || deadline.closed || config?.readOnly || config?.scopeInHandler)
-      return done();
+    if (deadline === undefined || config?.readOnly || config?.scopeInHandler) return done();
     enterRequestScope(deadline.scope, done);
   });
 

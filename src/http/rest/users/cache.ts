@@ -11,6 +11,11 @@ export const userCacheKey = (userId: string): string => `rest-user:v1:${userId}`
 const warn = (logger: Logger, what: string) => (err: unknown) =>
   logger.warn({ err: err instanceof Error ? err.message : String(err) }, what);
 
+/** Drops the cached REST copy of a user; a cache outage is logged, never an error of the change. */
+export function dropCachedUser(cache: Cache, userId: string, logger: Logger): Promise<void> {
+  return cache.delete(userCacheKey(userId)).catch(warn(logger, 'could not invalidate a cached user'));
+}
+
 /**
  * Drops the cached REST copy whenever a user changes, whatever surface changed it (REST, GraphQL,
  * gRPC, CLI). Installed by the composition root for every process role, so a gRPC-only process
@@ -18,7 +23,7 @@ const warn = (logger: Logger, what: string) => (err: unknown) =>
  */
 export function invalidateUsersOnChange(bus: DomainBus, cache: Cache, logger: Logger): () => void {
   return bus.on('user.changed', ({ userId }) => {
-    cache.delete(userCacheKey(userId)).catch(warn(logger, 'could not invalidate a cached user'));
+    void dropCachedUser(cache, userId, logger);
   });
 }
 
@@ -72,9 +77,7 @@ export class CachedUsers {
   /** Drops the cached copy now, for a change this process has just made. */
   async invalidate(userId: string): Promise<void> {
     this.markStale(userId);
-    await this.cache
-      .delete(userCacheKey(userId))
-      .catch(warn(this.logger, 'could not invalidate a cached user'));
+    await dropCachedUser(this.cache, userId, this.logger);
   }
 
   private markStale(userId: string): void {
