@@ -110,14 +110,7 @@ export class WebhookWorker {
     this.unsubscribe?.();
     await this.listener?.close();
     if (this.timer) clearTimeout(this.timer);
-    while (
-      this.unrecorded > 0 ||
-      this.ready.length > 0 ||
-      this.busy ||
-      this.fanning ||
-      this.pending.length > 0 ||
-      this.flushing
-    ) {
+    while (this.working()) {
       await new Promise<void>((resolve) => this.idle.add(resolve));
     }
     this.sender.close();
@@ -400,16 +393,20 @@ export class WebhookWorker {
     }
   }
 
-  private notifyIdle(): void {
-    if (
+  /** Anything claimed, being fanned out, sent or not yet recorded: what stop() waits for. */
+  private working(): boolean {
+    return (
       this.unrecorded > 0 ||
       this.ready.length > 0 ||
       this.busy ||
       this.fanning ||
       this.pending.length > 0 ||
-      this.flushing
-    )
-      return;
+      this.flushing !== undefined
+    );
+  }
+
+  private notifyIdle(): void {
+    if (this.working()) return;
     for (const resolve of this.idle) resolve();
     this.idle.clear();
   }
