@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookWorker } from '../../../src/webhooks/index.js';
+import type { WebhookWorker } from '../../../src/webhooks/worker.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
+import { api, createEndpoint, Receiver } from './support.js';
+
+/**
+ * A worker asked to stop (SIGTERM, `close()`) while an attempt is in flight: the attempt finishes
+ * and is recorded before `stop()` resolves, because the store closes right after it.
+ */
+const ANSWER_AFTER_MS = 600;
+
+let atrium: TestAtrium;
+let receiver: Receiver;
+let catalogue: Catalogue;
+let worker: WebhookWorker;
+
+beforeAll(async () => {
+  // The worker is started here, not by the role, so the test holds it and can stop it alone.
+  atrium = await startTestAtrium({ WEBHOOK_TIMEOUT_MS: '5000' }, ['api', 'auth']);
+  receiver = await new Receiver().start();
+  catalogue = await makeCatalogue(atrium);
+  worker = await startWebhookWorker(atrium.services);
+});
+
+afterAll(async () => {
+  await atrium?.stop();
+  await receiver?.stop();
+});
+
+describe('stopping the worker', () => {
+  it('lets an attempt in flight finish and records it before stop() resolves', async () => {
+    let answered = false;
+    receiver.responder = () => ({ status: 200, delayMs: ANSWER_AFTER_MS });
+    const who = await atrium.caller();
+    const endpoint = await createEndpoint(atrium, who.headers, { url: receiver.url('/slow') });
+    const order = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+    expect(order.status).toBe(201);
+    await receiver.until((all) => all.some((r) => r.path === '/slow'));
+    setTimeout(() => (answered = true), ANSWER_AFTER_MS - 50);
+
+    await worker.stop();
+
+    // The receiver had answered before stop() resolved, and its answer is already in the store.
+    expect(answered).toBe(true);
+    const deliveries = await api(
+      atrium,
+      'GET',
+      `/api/v2/webhook_endpoints/${endpoint.id}/deliveries`,
+      who.headers,
+    );
+    expect((deliveries.body as { data: unknown[] }).data).toMatchObject([
+      { status: 'delivered', attempt_count: 1, last_status_code: 200 },
+    ]);
+    const attempts = await api(
+      atrium,
+      'GET',
+      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
+      who.headers,
+    );
+    expect((attempts.body as { data: unknown[] }).data).toMatchObject([{ attempt: 1, status_code: 200 }]);
+    expect(receiver.at('/slow')).toHaveLength(1);
+  });
+});
