@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Outbox } from '../../../src/webhooks/outbox.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
-import { api, createEndpoint, gaps, Receiver, verifyWithStripe } from './support.js';
+import {
+  api,
+  attemptsOf,
+  createEndpoint,
+  deliveriesOf,
+  gaps,
+  Receiver,
+  verifyWithStripe,
+} from './support.js';
 
 /**
  * Delivery over a real socket to a real receiver that verifies with Stripe's library: envelope,
@@ -58,11 +66,8 @@ function expectSchedule(path: string, attempts: number) {
   return got;
 }
 
-async function deliveryOf(endpointId: string, headers: Record<string, string>) {
-  const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/deliveries`, headers);
-  expect(res.status).toBe(200);
-  return (res.body as { data: Array<Record<string, unknown>> }).data;
-}
+const deliveryOf = (endpointId: string, headers: Record<string, string>) =>
+  deliveriesOf(atrium, endpointId, headers);
 
 describe('a delivered event', () => {
   it('arrives once, signed, with the spec envelope and headers, verifiable by Stripe', async () => {
@@ -91,13 +96,8 @@ describe('a delivered event', () => {
     expect(receiver.at('/ok')).toHaveLength(1);
     const [delivery] = await deliveryOf(endpoint.id, who.headers);
     expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
-    const attempts = await api(
-      atrium,
-      'GET',
-      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
-      who.headers,
-    );
-    expect((attempts.body as { data: unknown[] }).data).toMatchObject([
+    const attempts = await attemptsOf(atrium, endpoint.id, who.headers);
+    expect(attempts).toMatchObject([
       { attempt: 1, status_code: 200, error: null, response_excerpt: 'status 200', event_id: body.id },
     ]);
     const perEvent = await api(atrium, 'GET', `/api/v2/events/${String(body.id)}/attempts`, who.headers);
@@ -125,13 +125,7 @@ describe('retry rules', () => {
       for (const r of got) verifyWithStripe(r, endpoint.secret);
       const [delivery] = await deliveryOf(endpoint.id, who.headers);
       expect(delivery).toMatchObject({ status: 'failed', attempt_count: 5, last_status_code: status });
-      const attempts = await api(
-        atrium,
-        'GET',
-        `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
-        who.headers,
-      );
-      const rows = (attempts.body as { data: Array<{ attempt: number; status_code: number }> }).data;
+      const rows = await attemptsOf(atrium, endpoint.id, who.headers);
       expect(rows.map((a) => a.attempt)).toEqual([5, 4, 3, 2, 1]);
       expect(rows.every((a) => a.status_code === status)).toBe(true);
     },
@@ -188,15 +182,7 @@ describe('retry rules', () => {
     expect(gap).toBeGreaterThanOrEqual(TIMEOUT_MS + BASE_MS - 5);
     expect(gap).toBeLessThan(TIMEOUT_MS + BASE_MS + SLACK_MS);
     await new Promise((r) => setTimeout(r, 100));
-    const attempts = await api(
-      atrium,
-      'GET',
-      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
-      who.headers,
-    );
-    const rows = (
-      attempts.body as { data: Array<{ attempt: number; status_code: number | null; error: string }> }
-    ).data;
+    const rows = await attemptsOf(atrium, endpoint.id, who.headers);
     expect(rows[1]).toMatchObject({ attempt: 1, status_code: null });
     expect(rows[1]!.error).toMatch(/^timeout/);
     expect(rows[0]).toMatchObject({ attempt: 2, status_code: 200 });
@@ -218,13 +204,7 @@ describe('retry rules', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(delivery).toMatchObject({ status: 'failed', attempt_count: 5, last_status_code: null });
-    const attempts = await api(
-      atrium,
-      'GET',
-      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
-      who.headers,
-    );
-    const rows = (attempts.body as { data: Array<{ error: string; created_at: string }> }).data.reverse();
+    const rows = (await attemptsOf(atrium, endpoint.id, who.headers)).reverse();
     expect(rows).toHaveLength(5);
     for (const row of rows) expect(row.error).toMatch(/^connection error: ECONNREFUSED/);
     const started = rows.map((r) => Date.parse(r.created_at));

@@ -6,7 +6,7 @@ import { startWebhookWorker } from '../../../src/webhooks/index.js';
 import type { Resolver } from '../../../src/webhooks/address-policy.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
-import { api, Receiver } from './support.js';
+import { api, attemptsOf, deliveriesOf, Receiver } from './support.js';
 
 /**
  * The SSRF rule in production mode (WEBHOOK_ALLOW_PRIVATE=false): refused at creation, and again
@@ -103,8 +103,7 @@ describe('at delivery time', () => {
     const attempts = await waitForAttempts(ep.id, who.headers, 1);
     expect(attempts[0]).toMatchObject({ attempt: 1, status_code: null });
     expect(attempts[0]!.error).toMatch(/^refused: hooks\.rebind\.test resolves to 127\.0\.0\.1/);
-    const deliveries = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${ep.id}/deliveries`, who.headers);
-    expect((deliveries.body as { data: unknown[] }).data).toMatchObject([
+    expect(await deliveriesOf(atrium, ep.id, who.headers)).toMatchObject([
       { status: 'failed', attempt_count: 1 },
     ]);
     expect(receiver.at('/rebind')).toHaveLength(0);
@@ -142,9 +141,7 @@ describe('at delivery time', () => {
 async function waitForAttempts(endpointId: string, headers: Record<string, string>, n: number) {
   const deadline = Date.now() + 5000;
   for (;;) {
-    const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/attempts`, headers);
-    const data = (res.body as { data: Array<{ attempt: number; status_code: number | null; error: string }> })
-      .data;
+    const data = await attemptsOf(atrium, endpointId, headers);
     if (data.length >= n) {
       await new Promise((r) => setTimeout(r, 100));
       return data;

@@ -3,7 +3,7 @@ import { startWebhookWorker } from '../../../src/webhooks/index.js';
 import type { WebhookWorker } from '../../../src/webhooks/worker.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
-import { api, createEndpoint, Receiver } from './support.js';
+import { api, attemptsOf, createEndpoint, deliveriesOf, Receiver, verifyWithStripe } from './support.js';
 
 /**
  * A worker asked to stop (SIGTERM, `close()`) while an attempt is in flight: the attempt finishes
@@ -44,22 +44,15 @@ describe('stopping the worker', () => {
 
     // The receiver had answered before stop() resolved, and its answer is already in the store.
     expect(answered).toBe(true);
-    const deliveries = await api(
-      atrium,
-      'GET',
-      `/api/v2/webhook_endpoints/${endpoint.id}/deliveries`,
-      who.headers,
-    );
-    expect((deliveries.body as { data: unknown[] }).data).toMatchObject([
+    expect(await deliveriesOf(atrium, endpoint.id, who.headers)).toMatchObject([
       { status: 'delivered', attempt_count: 1, last_status_code: 200 },
     ]);
-    const attempts = await api(
-      atrium,
-      'GET',
-      `/api/v2/webhook_endpoints/${endpoint.id}/attempts`,
-      who.headers,
-    );
-    expect((attempts.body as { data: unknown[] }).data).toMatchObject([{ attempt: 1, status_code: 200 }]);
-    expect(receiver.at('/slow')).toHaveLength(1);
+    expect(await attemptsOf(atrium, endpoint.id, who.headers)).toMatchObject([
+      { attempt: 1, status_code: 200 },
+    ]);
+    const arrived = receiver.at('/slow');
+    expect(arrived).toHaveLength(1);
+    // What arrived while the worker was stopping is a whole, signed delivery, as Stripe checks one.
+    expect(verifyWithStripe(arrived[0]!, endpoint.secret).type).toBe('order.created');
   });
 });

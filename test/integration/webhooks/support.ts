@@ -160,5 +160,36 @@ export async function api(
   return { status: res.statusCode, body: res.body === '' ? null : (res.json() as Record<string, unknown>) };
 }
 
+/** One recorded attempt as `GET .../attempts` lists it. */
+export interface AttemptRow {
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  created_at: string;
+  [field: string]: unknown;
+}
+
+/** The endpoint's deliveries (newest first), read through the REST API as its owner reads them. */
+export async function deliveriesOf(
+  atrium: TestAtrium,
+  endpointId: string,
+  headers: Record<string, string>,
+): Promise<Array<Record<string, unknown>>> {
+  const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/deliveries`, headers);
+  if (res.status !== 200) throw new Error(`deliveries answered ${res.status}`);
+  return (res.body as { data: Array<Record<string, unknown>> }).data;
+}
+
+/** The endpoint's attempts (newest first), read through the REST API as its owner reads them. */
+export async function attemptsOf(
+  atrium: TestAtrium,
+  endpointId: string,
+  headers: Record<string, string>,
+): Promise<AttemptRow[]> {
+  const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/attempts`, headers);
+  if (res.status !== 200) throw new Error(`attempts answered ${res.status}`);
+  return (res.body as { data: AttemptRow[] }).data;
+}
+
 /** Gaps between consecutive arrivals, in ms. */
 export const gaps = (items: Received[]): number[] => items.slice(1).map((r, i) => r.at - items[i]!.at);
