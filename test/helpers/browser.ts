@@ -25,6 +25,10 @@ const ARGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  // No name resolves but localhost: a page that needs the network (a CDN asset, a font) breaks in
+  // the test as it would on an offline machine, and Chromium's own calls to Google services
+  // (update, accounts, autofill), which the flags above leave, never leave this machine.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
 ];
 
 export interface LaunchedBrowser {
