@@ -35,6 +35,8 @@ export const unsigned: Signer = () => '';
 export function withAlteredSignature(jwt: string): string {
   const dot = jwt.lastIndexOf('.');
   const signature = Buffer.from(jwt.slice(dot + 1), 'base64url');
+  // An unsigned token has no bit to flip: returning it unchanged is the very flaw this replaces.
+  if (dot < 0 || signature.length === 0) throw new Error('withAlteredSignature: the token has no signature');
   signature[0] = signature[0]! ^ 0x01;
   return `${jwt.slice(0, dot + 1)}${signature.toString('base64url')}`;
 }

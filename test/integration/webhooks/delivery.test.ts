@@ -66,9 +66,6 @@ function expectSchedule(path: string, attempts: number) {
   return got;
 }
 
-const deliveryOf = (endpointId: string, headers: Record<string, string>) =>
-  deliveriesOf(atrium, endpointId, headers);
-
 describe('a delivered event', () => {
   it('arrives once, signed, with the spec envelope and headers, verifiable by Stripe', async () => {
     const { who, endpoint, order } = await subscriber('/ok');
@@ -94,7 +91,7 @@ describe('a delivered event', () => {
 
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.at('/ok')).toHaveLength(1);
-    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    const [delivery] = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
     const attempts = await attemptsOf(atrium, endpoint.id, who.headers);
     expect(attempts).toMatchObject([
@@ -123,7 +120,7 @@ describe('retry rules', () => {
       const got = expectSchedule(path, 5);
       expect(new Set(got.map((r) => r.eventId)).size).toBe(1);
       for (const r of got) verifyWithStripe(r, endpoint.secret);
-      const [delivery] = await deliveryOf(endpoint.id, who.headers);
+      const [delivery] = await deliveriesOf(atrium, endpoint.id, who.headers);
       expect(delivery).toMatchObject({ status: 'failed', attempt_count: 5, last_status_code: status });
       const rows = await attemptsOf(atrium, endpoint.id, who.headers);
       expect(rows.map((a) => a.attempt)).toEqual([5, 4, 3, 2, 1]);
@@ -140,7 +137,7 @@ describe('retry rules', () => {
     await receiver.until(() => receiver.at(path).length >= 1);
     await new Promise((r) => setTimeout(r, BASE_MS * 6));
     expect(receiver.at(path).map((r) => r.attempt)).toEqual([1]);
-    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    const [delivery] = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(delivery).toMatchObject({ status: 'failed', attempt_count: 1, last_status_code: status });
     const ep = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpoint.id}`, who.headers);
     expect(ep.body).toMatchObject({ status: 'enabled' });
@@ -155,7 +152,7 @@ describe('retry rules', () => {
     await receiver.until(() => receiver.at(path).length >= 3);
     await new Promise((r) => setTimeout(r, BASE_MS * 12));
     expectSchedule(path, 3);
-    const [delivery] = await deliveryOf(endpoint.id, who.headers);
+    const [delivery] = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 3, last_status_code: 204 });
   });
 
@@ -199,7 +196,7 @@ describe('retry rules', () => {
     const deadline = Date.now() + 5_000;
     let delivery: Record<string, unknown> | undefined;
     while (Date.now() < deadline) {
-      [delivery] = await deliveryOf(endpoint.id, who.headers);
+      [delivery] = await deliveriesOf(atrium, endpoint.id, who.headers);
       if (delivery?.status === 'failed') break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -227,7 +224,7 @@ describe('retry rules', () => {
     await order();
     await new Promise((r) => setTimeout(r, BASE_MS * 8));
     expect(receiver.at(path).map((r) => r.attempt)).toEqual([1]);
-    const deliveries = await deliveryOf(endpoint.id, who.headers);
+    const deliveries = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]).toMatchObject({ status: 'failed', last_status_code: 410 });
     // Re-sending needs the endpoint enabled again.
@@ -258,7 +255,7 @@ describe('an endpoint deleted mid-attempt', () => {
     expect(del.status).toBe(204);
     await receiver.until(() => receiver.at('/survivor').length >= 1);
     await new Promise((r) => setTimeout(r, 500));
-    const [delivery] = await deliveryOf(other.endpoint.id, other.who.headers);
+    const [delivery] = await deliveriesOf(atrium, other.endpoint.id, other.who.headers);
     expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1 });
     const left = await atrium.services.store.db
       .selectFrom('webhook_deliveries')
@@ -273,7 +270,7 @@ describe('an endpoint deleted mid-attempt', () => {
     await order();
     await receiver.until(() => receiver.at('/batch-mate').length >= 1);
     await new Promise((r) => setTimeout(r, 200));
-    const [real] = await deliveryOf(endpoint.id, who.headers);
+    const [real] = await deliveriesOf(atrium, endpoint.id, who.headers);
     const claimed = (id: string) => ({
       id,
       endpointId: endpoint.id,
@@ -336,7 +333,7 @@ describe('manual re-send', () => {
     await order();
     await receiver.until(() => receiver.at(path).length >= 1);
     await new Promise((r) => setTimeout(r, 100));
-    const [failed] = await deliveryOf(endpoint.id, who.headers);
+    const [failed] = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(failed).toMatchObject({ status: 'failed', round: 1 });
     accept = true;
     const url = `/api/v2/webhook_endpoints/${endpoint.id}/deliveries/${String(failed!.id)}/resend`;
@@ -348,7 +345,7 @@ describe('manual re-send', () => {
     expect(got.map((r) => r.attempt)).toEqual([1, 1]);
     expect(got[1]!.eventId).toBe(got[0]!.eventId);
     await new Promise((r) => setTimeout(r, 100));
-    const [delivered] = await deliveryOf(endpoint.id, who.headers);
+    const [delivered] = await deliveriesOf(atrium, endpoint.id, who.headers);
     expect(delivered).toMatchObject({ status: 'delivered', round: 2, attempt_count: 1 });
     const pending = await api(atrium, 'POST', url.replace(String(failed!.id), 'dlv_unknown'), who.headers);
     expect(pending.status).toBe(404);

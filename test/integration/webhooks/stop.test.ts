@@ -31,19 +31,21 @@ afterAll(async () => {
 
 describe('stopping the worker', () => {
   it('lets an attempt in flight finish and records it before stop() resolves', async () => {
-    let answered = false;
     receiver.responder = () => ({ status: 200, delayMs: ANSWER_AFTER_MS });
     const who = await atrium.caller();
     const endpoint = await createEndpoint(atrium, who.headers, { url: receiver.url('/slow') });
     const order = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
     expect(order.status).toBe(201);
     await receiver.until((all) => all.some((r) => r.path === '/slow'));
-    setTimeout(() => (answered = true), ANSWER_AFTER_MS - 50);
+    expect(receiver.at('/slow')[0]!.answeredAt).toBeUndefined();
 
     await worker.stop();
+    const stoppedAt = performance.now();
 
     // The receiver had answered before stop() resolved, and its answer is already in the store.
-    expect(answered).toBe(true);
+    const answeredAt = receiver.at('/slow')[0]!.answeredAt;
+    expect(answeredAt).toBeDefined();
+    expect(answeredAt!).toBeLessThanOrEqual(stoppedAt);
     expect(await deliveriesOf(atrium, endpoint.id, who.headers)).toMatchObject([
       { status: 'delivered', attempt_count: 1, last_status_code: 200 },
     ]);

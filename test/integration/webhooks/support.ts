@@ -9,6 +9,8 @@ const stripe = new Stripe('sk_test_atrium_webhook_tests');
 export interface Received {
   /** Milliseconds (performance.now) when the request arrived. */
   at: number;
+  /** Milliseconds (performance.now) when the receiver wrote its answer; unset while it holds it. */
+  answeredAt?: number;
   path: string;
   headers: http.IncomingHttpHeaders;
   raw: string;
@@ -65,6 +67,7 @@ export class Receiver {
         for (const w of this.waiters) w();
         const send = () => {
           this.held.delete(res);
+          item.answeredAt = performance.now();
           res
             .writeHead(reply.status, { 'content-type': 'text/plain' })
             .end(reply.body ?? `status ${reply.status}`);
