@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { issueOperatorTokens } from '../../../src/oauth/cli.js';
+import { unary, userServiceClient } from '../grpc/support.js';
 import { missingPrerequisite, OwnRedis, startTestCluster, type TestCluster } from './support.js';
 
 /**
@@ -29,7 +30,7 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
 
   beforeAll(async () => {
     redis = await OwnRedis.start();
-    env = await startTestCluster({ layout: { api: 2, auth: 2, grpc: 0, worker: 0 }, redisUrl: redis.url });
+    env = await startTestCluster({ layout: { api: 2, auth: 2, grpc: 1, worker: 0 }, redisUrl: redis.url });
     [api1, api2] = env.cluster.role('api').map((p) => p.url) as [string, string];
     [auth1, auth2] = env.cluster.role('auth').map((p) => p.url) as [string, string];
     product = (await env.services.core.products.create({ name: 'Widget', priceCents: 1250 })).id;
@@ -110,10 +111,35 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     expect(await read(api1)).toMatchObject({ name: 'Renamed Through Api Two' });
     expect(await read(api2)).toMatchObject({ name: 'Renamed Through Api Two', cache: 'HIT' });
 
-    // Through another process entirely (the core, as the CLI or gRPC would): both see it.
+    // Through another process entirely (the core, as the CLI would): both see it.
     await env.services.core.users.update(SYSTEM_ACTOR, userId, { name: 'Renamed Elsewhere' });
     expect(await read(api1)).toMatchObject({ name: 'Renamed Elsewhere' });
     expect(await read(api2)).toMatchObject({ name: 'Renamed Elsewhere' });
+
+    // Through the grpc process, reached through nginx: REST on both instances and GraphQL see it.
+    expect(await read(api1)).toMatchObject({ cache: 'HIT' });
+    const client = userServiceClient(env.cluster.grpcAddress);
+    try {
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        { user_id: userId, name: 'Renamed Through Grpc', update_mask: { paths: ['name'] } },
+        admin.headers,
+      );
+      expect(error).toBeNull();
+    } finally {
+      client.close();
+    }
+    expect(await read(api2)).toMatchObject({ name: 'Renamed Through Grpc', cache: 'MISS' });
+    expect(await read(api1)).toMatchObject({ name: 'Renamed Through Grpc', cache: 'HIT' });
+    const graphql = await fetch(`${api1}/graphql`, {
+      method: 'POST',
+      headers: { ...admin.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `{ user(id: "${userId}") { firstName lastName } }` }),
+    });
+    expect(await json(graphql)).toEqual({
+      data: { user: { firstName: 'Renamed', lastName: 'Through Grpc' } },
+    });
   });
 
   it('creates one order when the same Idempotency-Key reaches both api instances at once', async () => {

@@ -379,6 +379,52 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect(after.headers.get('x-cache')).toBe('MISS');
       expect(((await after.json()) as { name: string }).name).toBe('Grace Hopper');
     });
+
+    it('is seen by the next GraphQL read, and a GraphQL change by the next GetUser', async () => {
+      const query = async (q: string, variables: Record<string, unknown>) => {
+        const res = await fetch(`${atrium.httpUrl}/graphql`, {
+          method: 'POST',
+          headers: { ...other.headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: q, variables }),
+        });
+        expect(res.status).toBe(200);
+        return (await res.json()) as { data?: Record<string, unknown>; errors?: unknown[] };
+      };
+      const read = 'query($id: ID!) { user(id: $id) { firstName lastName email } }';
+      const before = await query(read, { id: other.userId });
+      expect(before.errors).toBeUndefined();
+
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        { user_id: other.userId, name: 'Katherine Johnson', update_mask: { paths: ['name'] } },
+        other.headers,
+      );
+      expect(error).toBeNull();
+      expect(await query(read, { id: other.userId })).toEqual({
+        data: {
+          user: {
+            firstName: 'Katherine',
+            lastName: 'Johnson',
+            email: (before.data!.user as { email: string }).email,
+          },
+        },
+      });
+
+      const changed = await query(
+        'mutation($id: ID!) { updateUser(id: $id, input: { name: "Dorothy Vaughan" }) { id } }',
+        { id: other.userId },
+      );
+      expect(changed.errors).toBeUndefined();
+      const { error: readError, value } = await unary<UserMessage>(
+        client,
+        'GetUser',
+        { user_id: other.userId },
+        other.headers,
+      );
+      expect(readError).toBeNull();
+      expect(value?.name).toBe('Dorothy Vaughan');
+    });
   });
 });
 
