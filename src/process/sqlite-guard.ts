@@ -1,6 +1,6 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { ConfigError } from '../config/schema.js';
+import { sqliteFolderMade } from '../store/sqlite-folder.js';
 
 /**
  * One `atrium serve` process per SQLite file, whatever its roles. Several processes on one file
@@ -19,11 +19,9 @@ export function claimSqlite(databaseUrl: string): SqliteClaim | undefined {
   const path = databaseUrl.slice('sqlite:'.length);
   // An in-memory database belongs to its process: there is nothing another process could share.
   if (path === '' || path === ':memory:') return undefined;
-  const file = resolve(path);
-  // The lock is taken before the store opens (and makes the file's folder): on a first start, as
-  // `npm start` in a fresh clone with the default ./data/atrium.db, the folder does not exist yet.
-  mkdirSync(dirname(file), { recursive: true });
-  const lock = `${file}.serve-lock`;
+  // The lock is taken before the store opens: on a first start (`npm start` in a fresh clone, the
+  // default ./data/atrium.db) the folder does not exist yet.
+  const lock = `${sqliteFolderMade(path)}.serve-lock`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(lock, 'wx');

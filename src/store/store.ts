@@ -1,11 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, type KyselyPlugin, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
+import { sqliteFolderMade } from './sqlite-folder.js';
 import { guardedByRequestScope } from './request-guard.js';
 import type { Database } from './types.js';
 
@@ -48,7 +47,7 @@ export function openStore(databaseUrl: string, options: StoreOptions = {}): Stor
 
 function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
   const memory = path === ':memory:' || path === '';
-  if (!memory) mkdirSync(dirname(path), { recursive: true });
+  if (!memory) sqliteFolderMade(path);
   const conn = new SQLite(memory ? ':memory:' : path);
   if (!memory) conn.pragma('journal_mode = WAL');
   conn.pragma('foreign_keys = ON');

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -149,6 +149,48 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     const lines = res.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ error: 'invalid_configuration', variable: 'GRPC_PORT' });
+  });
+
+  /** The one stderr line of a start refused for its configuration. */
+  const refusal = (res: { code: number | null; stdout: string; stderr: string }) => {
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stdout).toBe('');
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    return JSON.parse(lines[0]!) as { error: string; variable: string; message: string };
+  };
+
+  it('names DATABASE_URL when the SQLite file cannot have a folder, for serve and the admin commands', async () => {
+    // /dev/null is a file: no folder can be made under it.
+    const bad = { DATABASE_URL: 'sqlite:/dev/null/data/atrium.db', PORT: '0', GRPC_PORT: '0' };
+    for (const args of [['serve'], ['migrate']]) {
+      const failure = refusal(await runCli(args, bad));
+      expect(failure, args[0]).toMatchObject({ error: 'invalid_configuration', variable: 'DATABASE_URL' });
+      expect(failure.message).toContain('/dev/null/data');
+    }
+  });
+
+  it('names PERSISTED_QUERIES_FILE when the manifest is missing, not JSON, or wrong', async () => {
+    const notJson = join(dir, 'not-json.json');
+    writeFileSync(notJson, 'hash: query');
+    const wrong = join(dir, 'wrong.json');
+    writeFileSync(wrong, JSON.stringify({ ['0'.repeat(64)]: '{ a }' }));
+    const cases = [
+      [join(dir, 'missing.json'), 'ENOENT'],
+      [notJson, 'not JSON'],
+      [wrong, 'is not the SHA-256 of its query'],
+    ] as const;
+    for (const [file, problem] of cases) {
+      const failure = refusal(
+        await runCli(['serve', '--role', 'api'], { ...env, PORT: '0', PERSISTED_QUERIES_FILE: file }),
+      );
+      expect(failure, file).toMatchObject({
+        error: 'invalid_configuration',
+        variable: 'PERSISTED_QUERIES_FILE',
+      });
+      expect(failure.message).toContain(problem);
+      expect(failure.message).toContain(file);
+    }
   });
 
   it('serve answers /readyz, then drains and exits 0 on SIGTERM', async () => {

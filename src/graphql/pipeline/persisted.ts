@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { GraphQLError } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { ConfigError } from '../../config/schema.js';
 import { iso, type Clock } from '../../domain/clock.js';
 import type { Store } from '../../store/store.js';
 
@@ -55,20 +56,31 @@ export function parseManifest(json: unknown, source = 'the manifest'): Map<strin
   throw new Error(`${source}: expected a JSON object`);
 }
 
+/** The manifest `PERSISTED_QUERIES_FILE` names; one that cannot be used stops the start as bad configuration. */
 export async function readManifestFile(path: string): Promise<Map<string, string>> {
+  const refuse = (problem: string) =>
+    new ConfigError(
+      'PERSISTED_QUERIES_FILE',
+      `a readable JSON manifest of persisted queries (${problem})`,
+      path,
+    );
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new Error(`PERSISTED_QUERIES_FILE: cannot read ${path} (${(err as Error).message})`);
+    throw refuse(`cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`PERSISTED_QUERIES_FILE: ${path} is not JSON`);
+    throw refuse('it is not JSON');
   }
-  return parseManifest(json, `PERSISTED_QUERIES_FILE ${path}`);
+  try {
+    return parseManifest(json, 'the manifest');
+  } catch (err) {
+    throw refuse((err as Error).message);
+  }
 }
 
 function readExtensions(raw: unknown): Record<string, unknown> | undefined {
