@@ -231,7 +231,10 @@ export function parseConfig(env: Env): Config {
   const nodeEnv = nodeEnvRaw as NodeEnv;
 
   const host = get('HOST') ?? '127.0.0.1';
-  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host))
+  const hostForUrl = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  // The URL check catches what the characters alone allow (256.1.1.1, a bad IPv6 form); without it
+  // the error would name PUBLIC_URL, which the user never set.
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host) || !URL.canParse(`http://${hostForUrl}`))
     throw new ConfigError('HOST', 'an interface address or host name', host);
   const port = int('PORT', get('PORT') ?? '3000', 'an integer port 0-65535', isPort);
   const grpcPort = int('GRPC_PORT', get('GRPC_PORT') ?? '50051', 'an integer port 0-65535', isPort);
@@ -244,7 +247,6 @@ export function parseConfig(env: Env): Config {
   const redisRaw = get('REDIS_URL');
   const redisUrl = redisRaw === undefined ? undefined : url('REDIS_URL', redisRaw, ['redis:', 'rediss:']);
 
-  const hostForUrl = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const publicUrl = url('PUBLIC_URL', get('PUBLIC_URL') ?? `http://${hostForUrl}:${port}`, [
     'http:',
     'https:',

@@ -53,6 +53,9 @@ describe('configuration', () => {
   });
 
   const bad: Array<[string, string]> = [
+    ['HOST', 'my host'],
+    ['HOST', '256.1.1.1'],
+    ['HOST', '::g'],
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['GRPC_PORT', '-1'],
