@@ -12,10 +12,9 @@ export function sqliteFolderMade(path: string): string {
   try {
     mkdirSync(dirname(file), { recursive: true });
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new ConfigError(
       'DATABASE_URL',
-      `sqlite:<path> in a folder that exists or can be made (${reason} for ${dirname(file)})`,
+      `sqlite:<path> in a folder that exists or can be made (cannot make ${dirname(file)}: ${(err as Error).message})`,
       `sqlite:${path}`,
     );
   }

@@ -68,7 +68,7 @@ export async function readManifestFile(path: string): Promise<Map<string, string
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw refuse(`cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw refuse(`cannot read it: ${(err as Error).message}`);
   }
   let json: unknown;
   try {
@@ -77,7 +77,7 @@ export async function readManifestFile(path: string): Promise<Map<string, string
     throw refuse('it is not JSON');
   }
   try {
-    return parseManifest(json, 'the manifest');
+    return parseManifest(json);
   } catch (err) {
     throw refuse((err as Error).message);
   }

@@ -135,7 +135,10 @@ describe.skipIf(skip !== undefined)('the cluster: what holds across instances', 
     const graphql = await fetch(`${api1}/graphql`, {
       method: 'POST',
       headers: { ...admin.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: `{ user(id: "${userId}") { firstName lastName } }` }),
+      body: JSON.stringify({
+        query: 'query($id: ID!) { user(id: $id) { firstName lastName } }',
+        variables: { id: userId },
+      }),
     });
     expect(await json(graphql)).toEqual({
       data: { user: { firstName: 'Renamed', lastName: 'Through Grpc' } },

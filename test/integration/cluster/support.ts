@@ -1,15 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import {
-  chownSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  mkdtempSync,
-  readdirSync,
-  rmdirSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { chownSync, existsSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, Socket } from 'node:net';
 import { join } from 'node:path';
@@ -20,7 +10,7 @@ import { closeServices, createServices, type Services } from '../../../src/compo
 import { parseConfig } from '../../../src/config/schema.js';
 import { portsNeeded } from '../../../src/cluster/layout.js';
 import { freshDatabase } from '../../helpers/database.js';
-import { root } from '../../helpers/cli.js';
+import { ensureBuilt } from '../../helpers/build.js';
 
 export const ON_CI = process.env.CI === 'true';
 export const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
@@ -98,47 +88,6 @@ function bindable(port: number): Promise<boolean> {
     s.once('error', () => resolve(false));
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
-}
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * The cluster runs the built CLI (`bin/atrium.js`), as a deployment does; starting six processes
- * through tsx would cost the 2-core machine more than the tests themselves. Rebuilds dist/ when a
- * source file is newer than it (one builder at a time across test files).
- */
-export function ensureBuilt(): void {
-  const main = join(root, 'dist/cli/main.js');
-  const stale = () => !existsSync(main) || statSync(main).mtimeMs < newestMtime(join(root, 'src'));
-  if (!stale()) return;
-  const lock = join(root, 'dist.build-lock');
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error('waited too long for another build of dist/');
-      execFileSync('sleep', ['1']);
-    }
-  }
-  try {
-    if (stale())
-      execFileSync(
-        process.execPath,
-        [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-        { cwd: root, stdio: 'inherit' },
-      );
-  } finally {
-    rmdirSync(lock);
-  }
 }
 
 /** A redis-server of the test's own on a free port: it can be stopped without touching anyone else's. */

@@ -5,7 +5,8 @@ import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
 import type { TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
-import { serve, sharedDatabase, type Served } from './processes.js';
+import { serve, type Served } from '../../helpers/serve.js';
+import { sharedDatabase } from './processes.js';
 import { Receiver, verifyWithStripe } from './support.js';
 
 /**

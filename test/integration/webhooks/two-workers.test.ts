@@ -5,7 +5,8 @@ import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
 import { testDialect, type TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
-import { serve, sharedDatabase, type Served } from './processes.js';
+import { serve, type Served } from '../../helpers/serve.js';
+import { sharedDatabase } from './processes.js';
 import { Receiver, verifyWithStripe } from './support.js';
 
 /**
@@ -59,8 +60,8 @@ describe.skipIf(!onPostgres)('two worker processes on PostgreSQL', () => {
     }
     // The first attempt of every event fails, so each delivery is claimed twice: once per attempt.
     receiver.responder = (_r, nth) => ({ status: nth === 1 ? 500 : 200 });
-    workers.push(await serve({ DATABASE_URL: database.url, ...ENV }, 'worker'));
-    workers.push(await serve({ DATABASE_URL: database.url, ...ENV }, 'worker'));
+    workers.push(await serve({ DATABASE_URL: database.url, ...ENV }, { roles: 'worker' }));
+    workers.push(await serve({ DATABASE_URL: database.url, ...ENV }, { roles: 'worker' }));
 
     await Promise.all(
       users.map(async (user) => {

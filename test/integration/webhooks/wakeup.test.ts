@@ -5,7 +5,8 @@ import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
 import { testDialect, type TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
-import { serve, sharedDatabase, type Served } from './processes.js';
+import { serve, type Served } from '../../helpers/serve.js';
+import { sharedDatabase } from './processes.js';
 import { Receiver, sleep } from './support.js';
 
 /**
@@ -53,7 +54,7 @@ describe.skipIf(!onPostgres)('waking a separate worker process on PostgreSQL', (
       );
       return performance.now();
     };
-    worker = await serve({ DATABASE_URL: database.url }, 'worker');
+    worker = await serve({ DATABASE_URL: database.url }, { roles: 'worker' });
   });
 
   afterAll(async () => {
