@@ -142,11 +142,7 @@ export class UserService {
     try {
       await this.deps.store.db.insertInto('users').values(row).execute();
     } catch (err) {
-      if (isUniqueViolation(err)) {
-        throw new DomainError('already_exists', 'A user with this handle or email already exists.', [
-          { field: 'handle', message: 'handle or email is taken', code: 'taken' },
-        ]);
-      }
+      if (isUniqueViolation(err)) throw await this.takenError(row.handle, row.email);
       if (isForeignKeyViolation(err)) {
         throw new DomainError('unprocessable', 'The organization does not exist.', [
           { field: 'organizationId', message: 'unknown organization', code: 'unknown_organization' },
@@ -155,6 +151,28 @@ export class UserService {
       throw err;
     }
     return toUser(row);
+  }
+
+  /**
+   * Which of handle and email another user holds, so the caller learns what to change. Deleted users
+   * keep theirs (the unique index covers them), so they count. Between the failed insert and this
+   * read the holder may have changed; the error then names both, as neither could be told apart.
+   */
+  private async takenError(handle: string, email: string): Promise<DomainError> {
+    const holders = await this.deps.store.db
+      .selectFrom('users')
+      .select(['handle', 'email'])
+      .where((eb) => eb.or([eb('handle', '=', handle), eb('email', '=', email)]))
+      .execute();
+    const fields = (['handle', 'email'] as const).filter((f) =>
+      holders.some((h) => h[f] === (f === 'handle' ? handle : email)),
+    );
+    const taken = fields.length > 0 ? fields : (['handle', 'email'] as const);
+    return new DomainError(
+      'already_exists',
+      `Another user has this ${taken.join(' and ')}.`,
+      taken.map((field) => ({ field, message: `${field} is taken`, code: 'taken' })),
+    );
   }
 
   /** A live user, or not_found (deleted users are not found). */

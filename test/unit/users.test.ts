@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../../src/domain/actor.js';
+import { type Actor, SYSTEM_ACTOR } from '../../src/domain/actor.js';
 import { RequestUsers } from '../../src/domain/request-users.js';
 import { rejection, startCore, type TestCore } from './support/core.js';
 
@@ -52,14 +52,31 @@ describe('UserService', () => {
       expect(err.details.find((d) => d.field === 'role')!.code).toBe('invalid_enum');
     });
 
-    it('answers already_exists for a taken handle or email, case-insensitively', async () => {
+    it('answers already_exists naming the taken field, case-insensitively', async () => {
       await t.core.users.create({ handle: 'taken', email: 'taken@example.com' });
-      expect(
-        (await rejection(t.core.users.create({ handle: 'TAKEN', email: 'other@example.com' }))).code,
-      ).toBe('already_exists');
-      expect(
-        (await rejection(t.core.users.create({ handle: 'fresh', email: 'Taken@Example.com' }))).code,
-      ).toBe('already_exists');
+      const fields = async (handle: string, email: string) => {
+        const err = await rejection(t.core.users.create({ handle, email }));
+        expect(err.code).toBe('already_exists');
+        expect(err.details.every((d) => d.code === 'taken')).toBe(true);
+        return { message: err.message, fields: err.details.map((d) => d.field) };
+      };
+      expect(await fields('TAKEN', 'other@example.com')).toEqual({
+        message: 'Another user has this handle.',
+        fields: ['handle'],
+      });
+      expect(await fields('fresh', 'Taken@Example.com')).toEqual({
+        message: 'Another user has this email.',
+        fields: ['email'],
+      });
+      expect((await fields('taken', 'taken@example.com')).fields).toEqual(['handle', 'email']);
+    });
+
+    it("counts a deleted user's handle and email as taken", async () => {
+      const gone = await t.core.users.create({ handle: 'departed', email: 'departed@example.com' });
+      await t.core.users.delete(SYSTEM_ACTOR, gone.id);
+      const err = await rejection(t.core.users.create({ handle: 'newcomer', email: 'departed@example.com' }));
+      expect(err.code).toBe('already_exists');
+      expect(err.details.map((d) => d.field)).toEqual(['email']);
     });
 
     it('refuses an unknown organization as unprocessable', async () => {
