@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
+import { restDetails } from '../http/rest/field-names.js';
 
 /** Bad command-line usage: exit 2. */
 export class UsageError extends Error {}
@@ -21,8 +22,10 @@ export function reportFailure(err: unknown): number {
     return 1;
   }
   if (err instanceof DomainError) {
-    const body: Record<string, unknown> = { error: err.code, message: err.message };
-    if (err.details.length > 0) body.details = err.details;
+    // The commands print REST's shapes (decisions §2), so their errors use REST's field names too.
+    const { message, details } = restDetails(err);
+    const body: Record<string, unknown> = { error: err.code, message };
+    if (details.length > 0) body.details = details;
     process.stderr.write(`${JSON.stringify(body)}\n`);
     return 1;
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
-import { errorBody, restFieldName, toDomainError } from '../../src/http/errors.js';
+import { errorBody, toDomainError } from '../../src/http/errors.js';
+import { restFieldName } from '../../src/http/rest/field-names.js';
 
 /** The core names fields by neutral paths; REST's one error writer renders its snake_case names. */
 describe('REST rendering of core field paths', () => {
