@@ -16,6 +16,17 @@ export function parse<O extends Options>(argv: string[], options: O, positionals
   return parsed;
 }
 
+/**
+ * A command that takes one ID (`api-keys revoke ID`): the ID, or a usage error that shows the
+ * command's synopsis; `options` are its flags beside the ID.
+ */
+export function withId<O extends Options>(argv: string[], synopsis: string, options: O = {} as O) {
+  const parsed = parse(argv, options, 1);
+  const id = parsed.positionals[0];
+  if (!id) throw new UsageError(`usage: atrium ${synopsis}`);
+  return { id, values: parsed.values };
+}
+
 export function required(values: Record<string, unknown>, name: string): string {
   const v = values[name];
   if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);

@@ -7,37 +7,68 @@ import { runSeed } from './seed.js';
 import { runServe } from './serve.js';
 import { runCluster } from './cluster.js';
 
-const USAGE = `usage: atrium <command> [options]
+/** The commands that run the service or its data, beside the admin commands' own synopses. */
+const SERVICE_COMMANDS: Record<string, { synopsis: string; what: string }> = {
+  serve: {
+    synopsis: 'serve [--role api|auth|grpc|worker[,...]]',
+    what: 'run the service (default: every role)',
+  },
+  migrate: { synopsis: 'migrate', what: 'apply database migrations' },
+  seed: { synopsis: 'seed [--size small|large]', what: 'load demo data; prints the secrets once' },
+  cluster: {
+    synopsis:
+      'cluster [--http-port P] [--grpc-port P] [--base-port P] [--host H] [--database-url URL] [--redis-url URL]\n' +
+      '          [--nginx PATH] [--api N] [--auth N] [--grpc N] [--worker N] [--print-nginx]',
+    what: 'the deployment layout behind nginx (docs/deployment.md)',
+  },
+};
 
-  serve [--role api|auth|grpc|worker[,...]]   run the service (default: every role)
-  migrate                                      apply database migrations
-  seed [--size small|large]                    load demo data; prints the secrets once
-  cluster [--http-port P] [--api N ...]        the deployment layout behind nginx (docs/deployment.md)
-${Object.keys(ADMIN_COMMANDS)
-  .map((c) => `  ${c}`)
+const USAGE = `usage: atrium <command> [options]
+       atrium <command> --help
+
+${Object.values(SERVICE_COMMANDS)
+  .map((c) => `  ${c.synopsis}\n      ${c.what}`)
   .join('\n')}
 
+Admin commands (decisions §2):
+${Object.values(ADMIN_COMMANDS)
+  .map((c) => `  ${c.synopsis}`)
+  .join('\n')}
+
+Configuration comes from the environment (README, "Configuration").
 Every admin command prints one JSON object on stdout; logs go to stderr.
 Exit status: 0 success, 1 failure, 2 bad usage.`;
 
+const wantsHelp = (args: readonly string[]) => args.includes('--help') || args.includes('-h');
+
 async function main(argv: string[]): Promise<number> {
   const [first, second, ...rest] = argv;
-  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+  // Asked for, help is the answer (stdout, 0); a missing command is bad usage (stderr, 2).
+  if (first === undefined) {
     process.stderr.write(`${USAGE}\n`);
-    return first === undefined ? 2 : 0;
+    return 2;
+  }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const service = SERVICE_COMMANDS[first];
+  const admin = ADMIN_COMMANDS[`${first} ${second ?? ''}`.trim()];
+  if ((service || admin) && wantsHelp(argv.slice(1))) {
+    process.stdout.write(`usage: atrium ${(service ?? admin)!.synopsis}\n`);
+    return 0;
   }
   try {
     if (first === 'serve') return await runServe(argv.slice(1));
     if (first === 'migrate') return await runMigrate(argv.slice(1));
     if (first === 'seed') return await runSeed(argv.slice(1));
     if (first === 'cluster') return await runCluster(argv.slice(1));
-    const name = `${first} ${second ?? ''}`.trim();
-    const command = ADMIN_COMMANDS[name];
-    if (!command) throw new UsageError(`unknown command "${name}"; run "atrium --help"`);
+    if (!admin)
+      throw new UsageError(`unknown command "${`${first} ${second ?? ''}`.trim()}"; run "atrium --help"`);
     const config = loadConfig();
     const services = await createServices(config, { migrate: true });
     try {
-      printResult(await command(services, rest));
+      printResult(await admin.run(services, rest));
     } finally {
       await closeServices(services);
     }

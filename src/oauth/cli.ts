@@ -71,46 +71,56 @@ export async function issueOperatorTokens(
 
 /** The token server's admin commands (decisions §2): each prints one JSON object. */
 export const OAUTH_COMMANDS: Record<string, AdminCommand> = {
-  'clients create': async (s, argv) => {
-    const { values } = parse(argv, {
-      name: { type: 'string' },
-      'redirect-uri': { type: 'string', multiple: true },
-      scopes: { type: 'string' },
-      public: { type: 'boolean' },
-      'first-party': { type: 'boolean' },
-      user: { type: 'string' },
-    });
-    return s.oauth.clients.create({
-      name: required(values, 'name'),
-      redirectUris: values['redirect-uri'] ?? [],
-      scopes: values.scopes,
-      public: values.public,
-      firstParty: values['first-party'],
-      userId: values.user,
-    });
+  'clients create': {
+    synopsis:
+      'clients create --name N [--redirect-uri URI]... [--scopes "a b"] [--public] [--first-party] [--user ID]',
+    run: async (s, argv) => {
+      const { values } = parse(argv, {
+        name: { type: 'string' },
+        'redirect-uri': { type: 'string', multiple: true },
+        scopes: { type: 'string' },
+        public: { type: 'boolean' },
+        'first-party': { type: 'boolean' },
+        user: { type: 'string' },
+      });
+      return s.oauth.clients.create({
+        name: required(values, 'name'),
+        redirectUris: values['redirect-uri'] ?? [],
+        scopes: values.scopes,
+        public: values.public,
+        firstParty: values['first-party'],
+        userId: values.user,
+      });
+    },
   },
 
-  'tokens issue': async (s, argv) => {
-    const { values } = parse(argv, {
-      user: { type: 'string' },
-      scopes: { type: 'string' },
-      client: { type: 'string' },
-    });
-    return issueOperatorTokens(s, {
-      userId: required(values, 'user'),
-      scopes: required(values, 'scopes'),
-      clientId: values.client,
-    });
+  'tokens issue': {
+    synopsis: 'tokens issue --user ID --scopes "a b" [--client ID]',
+    run: async (s, argv) => {
+      const { values } = parse(argv, {
+        user: { type: 'string' },
+        scopes: { type: 'string' },
+        client: { type: 'string' },
+      });
+      return issueOperatorTokens(s, {
+        userId: required(values, 'user'),
+        scopes: required(values, 'scopes'),
+        clientId: values.client,
+      });
+    },
   },
 
-  'signing-keys rotate': async (s, argv) => {
-    parse(argv, {});
-    if (!s.oauth.signingKeys) {
-      throw new DomainError(
-        'conflict',
-        'TOKEN_SIGNING=hs256 signs with JWT_SECRET; there are no signing keys to rotate.',
-      );
-    }
-    return s.oauth.signingKeys.rotate();
+  'signing-keys rotate': {
+    synopsis: 'signing-keys rotate',
+    run: async (s, argv) => {
+      parse(argv, {});
+      if (!s.oauth.signingKeys) {
+        throw new DomainError(
+          'conflict',
+          'TOKEN_SIGNING=hs256 signs with JWT_SECRET; there are no signing keys to rotate.',
+        );
+      }
+      return s.oauth.signingKeys.rotate();
+    },
   },
 };

@@ -113,13 +113,65 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(p.id).toMatch(/^prd_/);
   });
 
-  it('refuses a duplicate handle with exit 1 and a JSON error on stderr', async () => {
+  it('refuses a duplicate handle or email with exit 1 and a JSON error naming the taken field', async () => {
     const args = ['users', 'create', '--handle', 'dup-user', '--email', 'dup@example.com'];
     json(await runCli(args, env));
     const res = await runCli(args, env);
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
     expect(JSON.parse(res.stderr.trim())).toMatchObject({ error: 'already_exists' });
+    const email = await runCli(
+      ['users', 'create', '--handle', 'dup-other', '--email', 'DUP@example.com'],
+      env,
+    );
+    expect(email.code).toBe(1);
+    expect(JSON.parse(email.stderr.trim())).toMatchObject({
+      error: 'already_exists',
+      details: [{ field: 'email', code: 'taken' }],
+    });
+  });
+
+  it("names fields in errors as REST does, the shapes' own names", async () => {
+    const price = await runCli(['products', 'create', '--name', 'Gold', '--price-cents', '100000001'], env);
+    expect(price.code).toBe(1);
+    const priceError = JSON.parse(price.stderr.trim());
+    expect(priceError.details).toEqual([
+      expect.objectContaining({ field: 'price_cents', code: 'range_error' }),
+    ]);
+    expect(priceError.details[0].message).toMatch(/^price_cents /);
+    const org = await runCli(
+      ['users', 'create', '--handle', 'lost', '--email', 'lost@example.com', '--org', 'org_x'],
+      env,
+    );
+    expect(org.code).toBe(1);
+    expect(JSON.parse(org.stderr.trim()).details).toEqual([
+      expect.objectContaining({ field: 'organization_id', code: 'unknown_organization' }),
+    ]);
+  });
+
+  it('prints help on stdout when asked, for the whole command line and for one command', async () => {
+    // No configuration is read for help: a database that cannot open does not stand in the way.
+    const broken = { DATABASE_URL: 'sqlite:/dev/null/no/atrium.db' };
+    const all = await runCli(['--help'], broken);
+    expect(all.code).toBe(0);
+    expect(all.stderr).toBe('');
+    expect(all.stdout).toContain('users create --handle H --email E');
+    expect(all.stdout).toContain('webhooks send-test ID --type T');
+    expect(all.stdout).toContain('serve [--role api|auth|grpc|worker[,...]]');
+    const one = await runCli(['api-keys', 'create', '--help'], broken);
+    expect(one).toEqual({
+      code: 0,
+      stdout:
+        'usage: atrium api-keys create --user ID [--tier free|starter|growth|enterprise] [--mode test|live]\n',
+      stderr: '',
+    });
+    const missing = await runCli(['webhooks', 'send-test', '--type', 'user.updated'], env);
+    expect(missing.code).toBe(2);
+    expect(JSON.parse(missing.stderr.trim()).message).toBe('usage: atrium webhooks send-test ID --type T');
+    const none = await runCli([], broken);
+    expect(none.code).toBe(2);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toContain('usage: atrium <command>');
   });
 
   it('refuses invalid input with exit 1 naming the field', async () => {
