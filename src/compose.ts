@@ -28,6 +28,7 @@ import { createSharedState } from './shared/factory.js';
 import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
+import { listenRefusal } from './process/listen-errors.js';
 import { openStore, type Store } from './store/store.js';
 import { startPurgeJob } from './maintenance/purge.js';
 import { startWebhookWorker } from './webhooks/index.js';
@@ -234,9 +235,15 @@ export async function createAtrium(
     http,
     grpc,
     async listen() {
-      const grpcAddress = grpc ? await grpc.listen() : undefined;
+      const grpcAddress = grpc
+        ? await grpc.listen().catch((err: unknown) => {
+            throw listenRefusal(err, 'GRPC_PORT', config.host, config.grpcPort);
+          })
+        : undefined;
       if (!http) return grpcAddress ? { grpcAddress } : {};
-      const address = await http.listen({ host: config.host, port: config.port });
+      const address = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+        throw listenRefusal(err, 'PORT', config.host, config.port);
+      });
       return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
     close() {

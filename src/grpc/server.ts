@@ -1,6 +1,8 @@
 import { constants, type Http2Session } from 'node:http2';
 import { Server as NetServer } from 'node:net';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { formatWithOptions } from 'node:util';
+import { Server, ServerCredentials, setLogger } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
 import type { Services } from '../compose.js';
 import { UserActivity } from '../domain/activity.js';
 import { CallPipeline } from './call.js';
@@ -52,9 +54,30 @@ interface GrpcInternals {
   sessions?: Map<Http2Session, unknown>;
 }
 
+/**
+ * grpc-js writes its own messages to stderr as plain text ("E No address added ..."), which breaks
+ * the one-JSON-line-per-entry log (and a refused start's single line). They go through pino
+ * instead. The logger is process-wide in grpc-js: the last server made sets it.
+ */
+function routeGrpcJsLogs(logger: Logger): void {
+  const log = logger.child({ component: 'grpc-js' });
+  const text = (message: unknown, rest: unknown[]) =>
+    formatWithOptions({ breakLength: Infinity }, message, ...rest);
+  setLogger({
+    error: (message: unknown, ...rest: unknown[]) => {
+      // A failed bind: bindAsync's error says the same and more, and the start reports that.
+      if (typeof message === 'string' && message.startsWith('No address added')) return;
+      log.warn(text(message, rest));
+    },
+    info: (message: unknown, ...rest: unknown[]) => log.info(text(message, rest)),
+    debug: (message: unknown, ...rest: unknown[]) => log.debug(text(message, rest)),
+  });
+}
+
 /** The gRPC surface: users.v1.UserService, grpc.health.v1.Health and server reflection. */
 export function createGrpcServer(services: Services, options: GrpcOptions = {}): GrpcServer {
   const { config } = services;
+  routeGrpcJsLogs(services.logger);
   const server = new Server({
     'grpc.max_receive_message_length': config.bodyLimitBytes,
     'grpc.max_send_message_length': MAX_SEND_BYTES,

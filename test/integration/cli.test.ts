@@ -272,21 +272,40 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(stderr).toContain('"msg":"stopped"');
   });
 
-  it('serve exits non-zero when its port is taken, instead of staying up without a listener', async () => {
+  it('stops serve with one line naming PORT, GRPC_PORT or HOST when the system refuses the address', async () => {
     const { createServer } = await import('node:net');
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
-      const port = (taken.address() as { port: number }).port;
-      const result = await runCli(['serve', '--role', 'api,grpc'], {
-        ...env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-      });
-      expect(result.code).not.toBe(0);
-      expect(result.stderr).toContain('EADDRINUSE');
+      const port = String((taken.address() as { port: number }).port);
+      const http = refusal(
+        await runCli(['serve', '--role', 'api'], {
+          ...env,
+          HOST: '127.0.0.1',
+          PORT: port,
+          LOG_LEVEL: 'info',
+        }),
+      );
+      expect(http).toMatchObject({ error: 'invalid_configuration', variable: 'PORT' });
+      expect(http.message).toContain(`127.0.0.1:${port}: EADDRINUSE`);
+      const grpc = refusal(
+        await runCli(['serve', '--role', 'api,grpc'], {
+          ...env,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          GRPC_PORT: port,
+          // grpc-js's own "No address added" line would be a second line at this level.
+          LOG_LEVEL: 'info',
+        }),
+      );
+      expect(grpc).toMatchObject({ error: 'invalid_configuration', variable: 'GRPC_PORT' });
+      expect(grpc.message).toContain('EADDRINUSE');
     } finally {
       taken.close();
     }
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): documentation only, never a local address.
+    const host = refusal(await runCli(['serve', '--role', 'api'], { ...env, HOST: '192.0.2.1', PORT: '0' }));
+    expect(host).toMatchObject({ error: 'invalid_configuration', variable: 'HOST' });
+    expect(host.message).toContain('EADDRNOTAVAIL');
   });
 });
