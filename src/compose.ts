@@ -29,6 +29,7 @@ import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
+import { firstContact } from './store/first-contact.js';
 import { openStore, type Store } from './store/store.js';
 import { startPurgeJob } from './maintenance/purge.js';
 import { startWebhookWorker } from './webhooks/index.js';
@@ -86,6 +87,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
+    await firstContact(store, config.databaseUrl);
     if (options.migrate !== false) await store.migrate();
     const clock = options.clock ?? systemClock;
     const bus = new DomainBus();

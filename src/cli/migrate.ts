@@ -1,4 +1,5 @@
 import { loadConfig } from '../config/load.js';
+import { firstContact } from '../store/first-contact.js';
 import { openStore } from '../store/store.js';
 import { parse } from './args.js';
 import { printResult } from './io.js';
@@ -8,6 +9,7 @@ export async function runMigrate(argv: string[]): Promise<number> {
   const config = loadConfig();
   const store = openStore(config.databaseUrl);
   try {
+    await firstContact(store, config.databaseUrl);
     printResult({ applied: await store.migrate() });
   } finally {
     await store.close();

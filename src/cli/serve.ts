@@ -3,6 +3,7 @@ import { createAtrium, SERVER_ROLES, type ServerRole } from '../compose.js';
 import { parse } from './args.js';
 import { UsageError } from './io.js';
 import { claimSqlite } from '../process/sqlite-guard.js';
+import { withoutPassword } from '../store/first-contact.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
   if (value === undefined || value === 'all') return [...SERVER_ROLES];
@@ -33,7 +34,7 @@ export async function runServe(argv: string[]): Promise<number> {
     throw err;
   });
   log.info(
-    { roles, http: httpUrl, grpc: grpcAddress, database: config.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    { roles, http: httpUrl, grpc: grpcAddress, database: withoutPassword(config.databaseUrl) },
     'atrium started',
   );
 

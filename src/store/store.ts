@@ -1,6 +1,7 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, type KyselyPlugin, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { ConfigError } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
@@ -48,11 +49,7 @@ export function openStore(databaseUrl: string, options: StoreOptions = {}): Stor
 function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
   const memory = path === ':memory:' || path === '';
   if (!memory) sqliteFolderMade(path);
-  const conn = new SQLite(memory ? ':memory:' : path);
-  if (!memory) conn.pragma('journal_mode = WAL');
-  conn.pragma('foreign_keys = ON');
-  conn.pragma('busy_timeout = 5000');
-  conn.pragma('synchronous = NORMAL');
+  const conn = openSqliteFile(memory ? ':memory:' : path);
   const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
     dialect: guardedByRequestScope(new SqliteDialect({ database: withStatementCache(conn) })),
@@ -60,6 +57,30 @@ function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
     log,
   });
   return makeStore(db, 'sqlite', () => undefined, counter);
+}
+
+/**
+ * Opens the file and sets the connection up. A path that is a folder, a file that is not a database,
+ * or one this process may not write is DATABASE_URL's error (one line naming the variable), not an
+ * internal error: nothing but the setting can fix it.
+ */
+function openSqliteFile(path: string): SQLite.Database {
+  let conn: SQLite.Database | undefined;
+  try {
+    conn = new SQLite(path);
+    if (path !== ':memory:') conn.pragma('journal_mode = WAL');
+    conn.pragma('foreign_keys = ON');
+    conn.pragma('busy_timeout = 5000');
+    conn.pragma('synchronous = NORMAL');
+    return conn;
+  } catch (err) {
+    conn?.close();
+    throw new ConfigError(
+      'DATABASE_URL',
+      `an SQLite database file this process can open and write (${(err as Error).message})`,
+      `sqlite:${path}`,
+    );
+  }
 }
 
 const STATEMENT_CACHE_SIZE = 500;

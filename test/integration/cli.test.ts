@@ -222,6 +222,34 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     }
   });
 
+  it('names DATABASE_URL when the database cannot be opened, reached or logged in to', async () => {
+    const notDatabase = join(dir, 'notes.txt');
+    writeFileSync(notDatabase, 'not an SQLite file');
+    const cases: [string, RegExp][] = [
+      [`sqlite:${notDatabase}`, /file is not a database/],
+      // A folder where the file should be.
+      [`sqlite:${dir}`, /unable to open database file/],
+      // Port 1: nothing listens there; the password must not be echoed back.
+      ['postgres://atrium:hunter2@127.0.0.1:1/atrium', /ECONNREFUSED/],
+    ];
+    if (db.dialect === 'postgres') {
+      const missing = new URL(db.url);
+      missing.pathname = '/atrium_no_such_database';
+      cases.push([missing.toString(), /database "atrium_no_such_database" does not exist/]);
+    }
+    for (const [url, reason] of cases) {
+      for (const args of [['migrate'], ['orgs', 'create', '--name', 'X']]) {
+        const failure = refusal(await runCli(args, { DATABASE_URL: url }));
+        expect(failure, `${args[0]} ${url}`).toMatchObject({
+          error: 'invalid_configuration',
+          variable: 'DATABASE_URL',
+        });
+        expect(failure.message).toMatch(reason);
+        expect(failure.message).not.toContain('hunter2');
+      }
+    }
+  });
+
   it('names PERSISTED_QUERIES_FILE when the manifest is missing, not JSON, or wrong', async () => {
     const notJson = join(dir, 'not-json.json');
     writeFileSync(notJson, 'hash: query');
