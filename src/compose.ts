@@ -25,7 +25,7 @@ import { createLogger } from './observability/logger.js';
 import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
-import { type SharedStateHealth, untilReady } from './shared/health.js';
+import { logRedisOutages, type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -99,7 +99,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
     const redis = config.redisUrl
       ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
       : undefined;
-    redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis error'));
+    if (redis) logRedisOutages(redis, logger);
     const afterAuth: AfterAuthentication[] = [];
     const readiness: ReadinessCheck[] = [{ name: 'database', check: () => store.ping() }];
     // The worker's queue lives in the database; limits, caches and broadcast (Redis) serve requests.

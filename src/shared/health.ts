@@ -7,6 +7,22 @@ interface Log {
 
 const silent: Log = { warn: () => undefined, info: () => undefined };
 
+/**
+ * ioredis emits an error for every reconnect attempt (about 30 a minute while Redis is down). One
+ * warning per outage says it; the next is logged only after the connection was ready again.
+ */
+export function logRedisOutages(redis: Redis, log: Pick<Log, 'warn'>): void {
+  let reported = false;
+  redis.on('error', (err: Error) => {
+    if (reported) return;
+    reported = true;
+    log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');
+  });
+  redis.on('ready', () => {
+    reported = false;
+  });
+}
+
 /** Thrown instead of waiting when the shared store is known to be unreachable. */
 export class SharedStateUnavailable extends Error {
   constructor() {
