@@ -7,6 +7,7 @@ import { Child, waitForOk } from './child.js';
 import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
+import { assertPortsFree } from './ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -86,10 +87,21 @@ export class Cluster {
         options.databaseUrl,
       );
     }
+    const host = options.host ?? '127.0.0.1';
+    const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
+    await assertPortsFree(host, [
+      { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT (--http-port)', user: 'nginx (HTTP)' },
+      { port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT (--grpc-port)', user: 'nginx (gRPC)' },
+      ...specs.flatMap((s) => [
+        { port: s.port, setting: 'CLUSTER_BASE_PORT (--base-port)', user: s.name },
+        ...(s.grpcPort > 0
+          ? [{ port: s.grpcPort, setting: 'CLUSTER_BASE_PORT (--base-port)', user: s.name }]
+          : []),
+      ]),
+    ]);
     await ensureDatabase(options.databaseUrl);
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });
-    const host = options.host ?? '127.0.0.1';
     const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
     const publicUrl = `http://${hostForUrl(host)}:${options.httpPort}`;
     const env: NodeJS.ProcessEnv = {
@@ -105,7 +117,6 @@ export class Cluster {
       TRUST_PROXY: options.env?.TRUST_PROXY ?? '1',
       SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 2000),
     };
-    const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
     const processes = specs.map((spec) => ({
       spec,
       url: `http://${hostForUrl(host)}:${spec.port}`,

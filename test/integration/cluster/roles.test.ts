@@ -1,15 +1,17 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import { createServer } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../../../src/cluster/cluster.js';
-import { DEFAULT_LAYOUT } from '../../../src/cluster/layout.js';
+import { DEFAULT_LAYOUT, portsNeeded } from '../../../src/cluster/layout.js';
 import { ConfigError } from '../../../src/config/schema.js';
 import { claimSqlite } from '../../../src/process/sqlite-guard.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { freePorts } from './support.js';
 
 describe('roles: each process starts only its part and reports its own dependencies', () => {
   const started: TestAtrium[] = [];
@@ -143,5 +145,39 @@ describe('SQLite is served by one process', () => {
         grpcPort: 2,
       }),
     ).rejects.toThrow(/DATABASE_URL: postgres:\/\/\.\.\. for a cluster/);
+  });
+});
+
+describe('the cluster checks its ports before starting anything', () => {
+  it('names the setting of a taken port: nginx HTTP, then a process port', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    // Nothing listens on port 1: had the check not stopped the start, it would fail on the database.
+    const start = (httpPort: number, ports: number[]) =>
+      Cluster.start({
+        databaseUrl: 'postgres://postgres@127.0.0.1:1/atrium_never',
+        redisUrl: TEST_REDIS_URL,
+        layout: DEFAULT_LAYOUT,
+        httpPort,
+        grpcPort: 0,
+        ports,
+      }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    try {
+      const ports = await freePorts(portsNeeded(DEFAULT_LAYOUT));
+      const nginx = await start(port, ports);
+      expect(nginx).toBeInstanceOf(ConfigError);
+      expect(nginx).toMatchObject({ variable: 'CLUSTER_HTTP_PORT', got: String(port) });
+      expect((nginx as Error).message).toContain(`127.0.0.1:${port}: EADDRINUSE`);
+      // The second api process's port is the taken one.
+      const api2 = await start(0, ports.with(1, port));
+      expect(api2).toMatchObject({ variable: 'CLUSTER_BASE_PORT', got: String(port) });
+      expect((api2 as Error).message).toContain('api-2 can listen');
+    } finally {
+      taken.close();
+    }
   });
 });
