@@ -54,17 +54,24 @@ async function main(argv: string[]): Promise<number> {
   }
   const service = SERVICE_COMMANDS[first];
   const admin = ADMIN_COMMANDS[`${first} ${second ?? ''}`.trim()];
-  if ((service || admin) && wantsHelp(argv.slice(1))) {
-    process.stdout.write(`usage: atrium ${(service ?? admin)!.synopsis}\n`);
-    return 0;
+  if (wantsHelp(argv.slice(1))) {
+    // `atrium users --help`: every command of that group.
+    const group = Object.entries(ADMIN_COMMANDS).filter(([name]) => name.startsWith(`${first} `));
+    const synopses = service || admin ? [(service ?? admin)!.synopsis] : group.map(([, c]) => c.synopsis);
+    if (synopses.length > 0) {
+      process.stdout.write(`${synopses.map((s) => `usage: atrium ${s}`).join('\n')}\n`);
+      return 0;
+    }
   }
   try {
     if (first === 'serve') return await runServe(argv.slice(1));
     if (first === 'migrate') return await runMigrate(argv.slice(1));
     if (first === 'seed') return await runSeed(argv.slice(1));
     if (first === 'cluster') return await runCluster(argv.slice(1));
-    if (!admin)
-      throw new UsageError(`unknown command "${`${first} ${second ?? ''}`.trim()}"; run "atrium --help"`);
+    if (!admin) {
+      const name = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
+      throw new UsageError(`unknown command "${name}"; run "atrium --help"`);
+    }
     const config = loadConfig();
     const services = await createServices(config, { migrate: true });
     try {

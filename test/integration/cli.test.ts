@@ -165,6 +165,15 @@ describe('atrium command line', { timeout: 90_000 }, () => {
         'usage: atrium api-keys create --user ID [--tier free|starter|growth|enterprise] [--mode test|live]\n',
       stderr: '',
     });
+    const group = await runCli(['users', '--help'], broken);
+    expect(group.code).toBe(0);
+    expect(group.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^usage: atrium users create --handle H/),
+      'usage: atrium users delete ID',
+    ]);
+    const unknown = await runCli(['frob', '--help'], broken);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stderr.trim()).message).toBe('unknown command "frob"; run "atrium --help"');
     const missing = await runCli(['webhooks', 'send-test', '--type', 'user.updated'], env);
     expect(missing.code).toBe(2);
     expect(JSON.parse(missing.stderr.trim()).message).toBe('usage: atrium webhooks send-test ID --type T');
