@@ -25,7 +25,7 @@ import { createLogger } from './observability/logger.js';
 import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
-import { logRedisOutages, type SharedStateHealth, untilReady } from './shared/health.js';
+import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -87,11 +87,13 @@ export async function createServices(config: Config, options: ServicesOptions = 
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
-    await firstContact(store, config.databaseUrl);
-    if (options.migrate !== false) await store.migrate();
+    const cursorKey = await firstContact(store, config.databaseUrl, async () => {
+      if (options.migrate !== false) await store.migrate();
+      return loadCursorKey(store);
+    });
     const clock = options.clock ?? systemClock;
     const bus = new DomainBus();
-    const cursors = new CursorCodec(await loadCursorKey(store));
+    const cursors = new CursorCodec(cursorKey);
     const deps: CoreDeps = { store, clock, bus, cursors };
     const core = createCore(deps);
     const apiKeys = new ApiKeyService(deps);
@@ -99,7 +101,6 @@ export async function createServices(config: Config, options: ServicesOptions = 
     const redis = config.redisUrl
       ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
       : undefined;
-    if (redis) logRedisOutages(redis, logger);
     const afterAuth: AfterAuthentication[] = [];
     const readiness: ReadinessCheck[] = [{ name: 'database', check: () => store.ping() }];
     // The worker's queue lives in the database; limits, caches and broadcast (Redis) serve requests.
@@ -239,12 +240,22 @@ export async function createAtrium(
     async listen() {
       const grpcAddress = grpc
         ? await grpc.listen().catch((err: unknown) => {
-            throw listenRefusal(err, 'GRPC_PORT', config.host, config.grpcPort);
+            throw listenRefusal(err, {
+              host: config.host,
+              port: config.grpcPort,
+              portSetting: 'GRPC_PORT',
+              hostSetting: 'HOST',
+            });
           })
         : undefined;
       if (!http) return grpcAddress ? { grpcAddress } : {};
       const address = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
-        throw listenRefusal(err, 'PORT', config.host, config.port);
+        throw listenRefusal(err, {
+          host: config.host,
+          port: config.port,
+          portSetting: 'PORT',
+          hostSetting: 'HOST',
+        });
       });
       return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },

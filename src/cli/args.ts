@@ -16,14 +16,18 @@ export function parse<O extends Options>(argv: string[], options: O, positionals
   return parsed;
 }
 
-/**
- * A command that takes one ID (`api-keys revoke ID`): the ID, or a usage error that shows the
- * command's synopsis; `options` are its flags beside the ID.
- */
-export function withId<O extends Options>(argv: string[], synopsis: string, options: O = {} as O) {
+/** The ID a command takes is missing; the command line answers with the command's synopsis. */
+export class MissingId extends UsageError {
+  constructor() {
+    super('the ID is missing');
+  }
+}
+
+/** A command that takes one ID (`api-keys revoke ID`) and `options` beside it. */
+export function withId<O extends Options>(argv: string[], options: O = {} as O) {
   const parsed = parse(argv, options, 1);
   const id = parsed.positionals[0];
-  if (!id) throw new UsageError(`usage: atrium ${synopsis}`);
+  if (!id) throw new MissingId();
   return { id, values: parsed.values };
 }
 

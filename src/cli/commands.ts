@@ -79,7 +79,7 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
   'api-keys revoke': {
     synopsis: 'api-keys revoke ID',
     run: async (s, argv) => {
-      const { id } = withId(argv, 'api-keys revoke ID');
+      const { id } = withId(argv);
       return s.apiKeys.revoke(id);
     },
   },
@@ -90,7 +90,7 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
   'users delete': {
     synopsis: 'users delete ID',
     run: async (s, argv) => {
-      const { id } = withId(argv, 'users delete ID');
+      const { id } = withId(argv);
       const deleted = await s.core.users.delete(SYSTEM_ACTOR, id);
       return { id: deleted.id, deleted_at: deleted.deletedAt };
     },

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/load.js';
 import { closeServices, createServices } from '../compose.js';
+import { MissingId } from './args.js';
 import { ADMIN_COMMANDS } from './commands.js';
 import { printResult, reportFailure, UsageError } from './io.js';
 import { runMigrate } from './migrate.js';
@@ -7,19 +8,31 @@ import { runSeed } from './seed.js';
 import { runServe } from './serve.js';
 import { runCluster } from './cluster.js';
 
-/** The commands that run the service or its data, beside the admin commands' own synopses. */
-const SERVICE_COMMANDS: Record<string, { synopsis: string; what: string }> = {
+/** The commands that run the service or its data; each reads its own configuration. */
+interface ServiceCommand {
+  synopsis: string;
+  what: string;
+  run: (argv: string[]) => Promise<number>;
+}
+
+const SERVICE_COMMANDS: Record<string, ServiceCommand> = {
   serve: {
     synopsis: 'serve [--role api|auth|grpc|worker[,...]]',
     what: 'run the service (default: every role)',
+    run: runServe,
   },
-  migrate: { synopsis: 'migrate', what: 'apply database migrations' },
-  seed: { synopsis: 'seed [--size small|large]', what: 'load demo data; prints the secrets once' },
+  migrate: { synopsis: 'migrate', what: 'apply database migrations', run: runMigrate },
+  seed: {
+    synopsis: 'seed [--size small|large]',
+    what: 'load demo data; prints the secrets once',
+    run: runSeed,
+  },
   cluster: {
     synopsis:
       'cluster [--http-port P] [--grpc-port P] [--base-port P] [--host H] [--database-url URL] [--redis-url URL]\n' +
       '          [--nginx PATH] [--api N] [--auth N] [--grpc N] [--worker N] [--print-nginx]',
     what: 'the deployment layout behind nginx (docs/deployment.md)',
+    run: runCluster,
   },
 };
 
@@ -53,21 +66,22 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const service = SERVICE_COMMANDS[first];
-  const admin = ADMIN_COMMANDS[`${first} ${second ?? ''}`.trim()];
+  const admin = second === undefined ? undefined : ADMIN_COMMANDS[`${first} ${second}`];
+  const named = service ?? admin;
   if (wantsHelp(argv.slice(1))) {
-    // `atrium users --help`: every command of that group.
-    const group = Object.entries(ADMIN_COMMANDS).filter(([name]) => name.startsWith(`${first} `));
-    const synopses = service || admin ? [(service ?? admin)!.synopsis] : group.map(([, c]) => c.synopsis);
+    // One command's synopsis, or for a group (`atrium users --help`) each of its commands'.
+    const synopses = named
+      ? [named.synopsis]
+      : Object.entries(ADMIN_COMMANDS)
+          .filter(([name]) => name.startsWith(`${first} `))
+          .map(([, c]) => c.synopsis);
     if (synopses.length > 0) {
       process.stdout.write(`${synopses.map((s) => `usage: atrium ${s}`).join('\n')}\n`);
       return 0;
     }
   }
   try {
-    if (first === 'serve') return await runServe(argv.slice(1));
-    if (first === 'migrate') return await runMigrate(argv.slice(1));
-    if (first === 'seed') return await runSeed(argv.slice(1));
-    if (first === 'cluster') return await runCluster(argv.slice(1));
+    if (service) return await service.run(argv.slice(1));
     if (!admin) {
       const name = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
       throw new UsageError(`unknown command "${name}"; run "atrium --help"`);
@@ -75,7 +89,11 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     const services = await createServices(config, { migrate: true });
     try {
-      printResult(await admin.run(services, rest));
+      printResult(
+        await admin.run(services, rest).catch((err: unknown) => {
+          throw err instanceof MissingId ? new UsageError(`usage: atrium ${admin.synopsis}`) : err;
+        }),
+      );
     } finally {
       await closeServices(services);
     }

@@ -9,8 +9,7 @@ export async function runMigrate(argv: string[]): Promise<number> {
   const config = loadConfig();
   const store = openStore(config.databaseUrl);
   try {
-    await firstContact(store, config.databaseUrl);
-    printResult({ applied: await store.migrate() });
+    printResult({ applied: await firstContact(store, config.databaseUrl, () => store.migrate()) });
   } finally {
     await store.close();
   }

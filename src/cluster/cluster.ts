@@ -90,14 +90,13 @@ export class Cluster {
     const host = options.host ?? '127.0.0.1';
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
     await assertPortsFree(host, [
-      { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT (--http-port)', user: 'nginx (HTTP)' },
-      { port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT (--grpc-port)', user: 'nginx (gRPC)' },
-      ...specs.flatMap((s) => [
-        { port: s.port, setting: 'CLUSTER_BASE_PORT (--base-port)', user: s.name },
-        ...(s.grpcPort > 0
-          ? [{ port: s.grpcPort, setting: 'CLUSTER_BASE_PORT (--base-port)', user: s.name }]
-          : []),
-      ]),
+      { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
+      { port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' },
+      ...specs.flatMap((s) =>
+        [s.port, s.grpcPort]
+          .filter((port) => port > 0)
+          .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
+      ),
     ]);
     await ensureDatabase(options.databaseUrl);
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));

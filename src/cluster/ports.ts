@@ -1,19 +1,19 @@
 import { createServer } from 'node:net';
-import { ConfigError } from '../config/schema.js';
+import { listenRefusal } from '../process/listen-errors.js';
 
-/** A port the cluster will listen on (nginx or one of its processes) and the setting that chose it. */
+/** A port the cluster will listen on (nginx or one of its processes) and the variable that chose it. */
 export interface PlannedPort {
   port: number;
-  /** The variable (and flag) to change when it cannot be used, e.g. CLUSTER_HTTP_PORT (--http-port). */
+  /** CLUSTER_HTTP_PORT, CLUSTER_GRPC_PORT or CLUSTER_BASE_PORT. */
   setting: string;
   /** Who listens there, for the message: "nginx (HTTP)", "api-1". */
-  user: string;
+  listener: string;
 }
 
-function tryListen(host: string, port: number): Promise<NodeJS.ErrnoException | undefined> {
+function tryListen(host: string, port: number): Promise<Error | undefined> {
   return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', (err: NodeJS.ErrnoException) => resolve(err));
+    server.once('error', resolve);
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
   });
 }
@@ -24,14 +24,9 @@ function tryListen(host: string, port: number): Promise<NodeJS.ErrnoException | 
  * internal error. A port freed between this check and the start can still fail there.
  */
 export async function assertPortsFree(host: string, planned: readonly PlannedPort[]): Promise<void> {
-  for (const { port, setting, user } of planned) {
+  for (const { port, setting, listener } of planned) {
     const err = await tryListen(host, port);
-    if (!err) continue;
-    const variable = setting.split(' ')[0]!;
-    throw new ConfigError(
-      variable,
-      `a port that ${user} can listen on at ${host}, set by ${setting} (${host}:${port}: ${err.code ?? err.message})`,
-      String(port),
-    );
+    if (err)
+      throw listenRefusal(err, { host, port, portSetting: setting, hostSetting: 'CLUSTER_HOST', listener });
   }
 }

@@ -164,10 +164,10 @@ export class UserService {
       .select(['handle', 'email'])
       .where((eb) => eb.or([eb('handle', '=', handle), eb('email', '=', email)]))
       .execute();
-    const fields = (['handle', 'email'] as const).filter((f) =>
-      holders.some((h) => h[f] === (f === 'handle' ? handle : email)),
-    );
-    const taken = fields.length > 0 ? fields : (['handle', 'email'] as const);
+    const taken: ('handle' | 'email')[] = [];
+    if (holders.some((h) => h.handle === handle)) taken.push('handle');
+    if (holders.some((h) => h.email === email)) taken.push('email');
+    if (taken.length === 0) taken.push('handle', 'email');
     return new DomainError(
       'already_exists',
       `Another user has this ${taken.join(' and ')}.`,

@@ -7,22 +7,6 @@ interface Log {
 
 const silent: Log = { warn: () => undefined, info: () => undefined };
 
-/**
- * ioredis emits an error for every reconnect attempt (about 30 a minute while Redis is down). One
- * warning per outage says it; the next is logged only after the connection was ready again.
- */
-export function logRedisOutages(redis: Redis, log: Pick<Log, 'warn'>): void {
-  let reported = false;
-  redis.on('error', (err: Error) => {
-    if (reported) return;
-    reported = true;
-    log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');
-  });
-  redis.on('ready', () => {
-    reported = false;
-  });
-}
-
 /** Thrown instead of waiting when the shared store is known to be unreachable. */
 export class SharedStateUnavailable extends Error {
   constructor() {
@@ -35,16 +19,25 @@ export class SharedStateUnavailable extends Error {
  * Whether the shared store (Redis) answers, and what its users did without it. Callers that
  * degrade (rate limits fail open, caches read through) report each such decision here: it is
  * counted for /metrics and logged once per outage, so an outage is one warning and one recovery
- * line rather than one line per request.
+ * line rather than one line per request. The connection's own failure is likewise logged once per
+ * outage, not on each of ioredis's reconnect attempts (about 30 a minute).
  */
 export class SharedStateHealth {
   private readonly failOpen = new Map<string, number>();
   private readonly warned = new Set<string>();
   private log: Log = silent;
   private wasReady = false;
+  /** The connection's failure this outage has been logged (ioredis repeats it on every reconnect attempt). */
+  private connectionReported = false;
 
   constructor(private readonly redis: Redis | undefined) {
+    redis?.on('error', (err: Error) => {
+      if (this.connectionReported) return;
+      this.connectionReported = true;
+      this.log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');
+    });
     redis?.on('ready', () => {
+      this.connectionReported = false;
       if (this.wasReady && this.warned.size > 0) {
         // Warn, like the outage line, so a filter that shows one shows the other.
         this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');

@@ -18,13 +18,15 @@ export function withoutPassword(databaseUrl: string): string {
 }
 
 /**
- * The start's first statement. A server that cannot be reached, or refuses the role, password or
- * database the URL names, stops the start as DATABASE_URL's error (one line naming the variable,
- * with the server's reason) instead of an internal error; any other failure passes through.
+ * Runs the start's first statements (`work`: the migrations, the first reads). A server that cannot
+ * be reached, or refuses the role, password or database the URL names, stops the start as
+ * DATABASE_URL's error (one line naming the variable, with the server's reason) instead of an
+ * internal error; any other failure passes through. No extra round trip: the first real statement
+ * is the probe.
  */
-export async function firstContact(store: Store, databaseUrl: string): Promise<void> {
+export async function firstContact<T>(store: Store, databaseUrl: string, work: () => Promise<T>): Promise<T> {
   try {
-    await store.ping();
+    return await work();
   } catch (err) {
     const code = (err as { code?: unknown } | null)?.code;
     if (store.dialect !== 'postgres' || !(isStoreUnavailable(err) || LOGIN_STATES.has(String(code))))

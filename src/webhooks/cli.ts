@@ -46,7 +46,7 @@ export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
   'webhooks delete': {
     synopsis: 'webhooks delete ID',
     run: async (s, argv) => {
-      const { id } = withId(argv, 'webhooks delete ID');
+      const { id } = withId(argv);
       await webhooksOf(s).endpoints.delete(SYSTEM_ACTOR, id);
       return { id, deleted: true };
     },
@@ -55,7 +55,7 @@ export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
   'webhooks send-test': {
     synopsis: 'webhooks send-test ID --type T',
     run: async (s, argv) => {
-      const { id, values } = withId(argv, 'webhooks send-test ID --type T', { type: { type: 'string' } });
+      const { id, values } = withId(argv, { type: { type: 'string' } });
       return webhooksOf(s).endpoints.sendTest(SYSTEM_ACTOR, id, required(values, 'type'));
     },
   },
@@ -63,7 +63,7 @@ export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
   'webhooks resend': {
     synopsis: 'webhooks resend DELIVERY_ID --endpoint ENDPOINT_ID',
     run: async (s, argv) => {
-      const { id, values } = withId(argv, 'webhooks resend DELIVERY_ID --endpoint ENDPOINT_ID', {
+      const { id, values } = withId(argv, {
         endpoint: { type: 'string' },
       });
       return webhooksOf(s).deliveries.resend(SYSTEM_ACTOR, required(values, 'endpoint'), id);

@@ -337,6 +337,15 @@ describe('atrium command line', { timeout: 90_000 }, () => {
       );
       expect(grpc).toMatchObject({ error: 'invalid_configuration', variable: 'GRPC_PORT' });
       expect(grpc.message).toContain('EADDRINUSE');
+      // `atrium cluster` checks its ports before it reaches the database (nothing listens on port 1).
+      const cluster = refusal(
+        await runCli(
+          ['cluster', '--http-port', port, '--database-url', 'postgres://postgres@127.0.0.1:1/x'],
+          env,
+        ),
+      );
+      expect(cluster).toMatchObject({ error: 'invalid_configuration', variable: 'CLUSTER_HTTP_PORT' });
+      expect(cluster.message).toContain(`127.0.0.1:${port}: EADDRINUSE`);
     } finally {
       taken.close();
     }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { logRedisOutages } from '../../../src/shared/health.js';
+import { SharedStateHealth } from '../../../src/shared/health.js';
 
 describe('Redis outage logging', () => {
   let redis: Redis | undefined;
@@ -16,7 +16,10 @@ describe('Redis outage logging', () => {
       retryStrategy: () => 20,
     });
     const warnings: string[] = [];
-    logRedisOutages(redis, { warn: (_obj, msg) => void warnings.push(msg) });
+    new SharedStateHealth(redis).useLogger({
+      warn: (_obj: object, msg: string) => void warnings.push(msg),
+      info: () => undefined,
+    });
     let attempts = 0;
     redis.on('error', () => void (attempts += 1));
     const deadline = Date.now() + 10_000;
