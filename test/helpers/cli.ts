@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -9,11 +10,16 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the atrium command line from source in a child process, as a user would run it. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * Runs the atrium command line from source in a child process, as a user would run it: from the
+ * checkout, or from `cwd` (where it reads `.env`).
+ */
+export function runCli(args: string[], env: Record<string, string>, cwd = root): Promise<CliResult> {
+  // From another folder `--import tsx` would not resolve; the loader is named by its file instead.
+  const loader = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: root,
+    const child = spawn(process.execPath, ['--import', loader, join(root, 'src/cli/main.ts'), ...args], {
+      cwd,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

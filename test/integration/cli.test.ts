@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -220,6 +220,40 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(lines).toHaveLength(1);
     return JSON.parse(lines[0]!) as { error: string; variable: string; message: string };
   };
+
+  it('reads .env from the folder it runs in, stops on a line it cannot read and warns of a misspelt setting', async () => {
+    const folder = mkdtempSync(join(dir, 'envfile-'));
+    const envFile = join(folder, '.env');
+    // A value the environment does not set comes from .env: here a GRPC_PORT the schema refuses.
+    writeFileSync(envFile, '# settings\nGRPC_PORT=ninety\n');
+    expect(refusal(await runCli(['migrate'], env, folder))).toMatchObject({ variable: 'GRPC_PORT' });
+    // The environment wins over the file.
+    const winner = await runCli(['migrate'], { ...env, GRPC_PORT: '0' }, folder);
+    expect(winner.code, winner.stderr).toBe(0);
+
+    writeFileSync(envFile, 'HOST=127.0.0.1\nPORT 4000\n');
+    const badLine = refusal(await runCli(['migrate'], env, folder));
+    expect(badLine).toMatchObject({ error: 'invalid_configuration', variable: '.env line 2' });
+    expect(badLine.message).toContain('PORT 4000');
+
+    writeFileSync(envFile, '# where\nDATABSE_URL=postgres://elsewhere/db\n');
+    const typo = await runCli(['migrate'], { ...env, LOG_LEVEL: 'warn' }, folder);
+    expect(typo.code, typo.stderr).toBe(0);
+    const warnings = typo.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(warnings).toEqual([
+      expect.objectContaining({ level: 40, file: '.env', line: 2, key: 'DATABSE_URL' }),
+    ]);
+    expect(warnings[0]!.msg).toContain('did you mean DATABASE_URL?');
+
+    rmSync(envFile);
+    mkdirSync(envFile);
+    const unreadable = refusal(await runCli(['migrate'], env, folder));
+    expect(unreadable).toMatchObject({ error: 'invalid_configuration', variable: '.env' });
+    expect(unreadable.message).toContain('EISDIR');
+  });
 
   it('names DATABASE_URL when the SQLite file cannot have a folder, for serve and the admin commands', async () => {
     // /dev/null is a file: no folder can be made under it.
