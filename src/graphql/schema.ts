@@ -2,6 +2,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
 import { GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
 import { resolverMaps } from './resolvers/index.js';
+import { withScopeChecks } from './resolvers/scopes.js';
 import { typeDefs } from './schema/index.js';
 
 function mergeResolvers(maps: typeof resolverMaps): GraphQLResolverMap<unknown> {
@@ -24,6 +25,9 @@ function mergeResolvers(maps: typeof resolverMaps): GraphQLResolverMap<unknown> 
  */
 export function buildAtriumSchema(): GraphQLSchema {
   return buildSubgraphSchema([
-    { typeDefs: parse(typeDefs.join('\n')), resolvers: mergeResolvers(resolverMaps) },
+    {
+      typeDefs: parse(typeDefs.join('\n')),
+      resolvers: withScopeChecks(mergeResolvers(resolverMaps)) as GraphQLResolverMap<unknown>,
+    },
   ]);
 }
