@@ -20,12 +20,18 @@ export interface GraphQLContext {
   budgetKey: string;
   /** Live comments for `Subscription.commentAdded`; absent where no subscriptions are served. */
   commentFeed?: CommentFeed | undefined;
+  /**
+   * Authenticates a stream's credentials again; rejects with UNAUTHENTICATED once they no longer
+   * hold (key revoked, user deleted, token expired). Absent for anonymous callers and single answers.
+   */
+  recheck?: (() => Promise<void>) | undefined;
 }
 
 export interface ContextExtras {
   /** The caller's network address, for anonymous budgets. */
   address?: string | undefined;
   commentFeed?: CommentFeed | undefined;
+  recheck?: (() => Promise<void>) | undefined;
 }
 
 export function createContext(
@@ -43,5 +49,6 @@ export function createContext(
     signal,
     budgetKey: principal ? principal.rateLimitKey : `anon:${extras.address ?? 'unknown'}`,
     commentFeed: extras.commentFeed,
+    recheck: extras.recheck,
   };
 }

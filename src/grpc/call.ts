@@ -29,6 +29,11 @@ export interface CallContext {
   signal: AbortSignal;
   /** Users this call has read already (the caller, when a key authenticated it): for core reads. */
   users: RequestUsers;
+  /**
+   * Authenticates the call's credentials again; rejects (UNAUTHENTICATED) once they no longer hold.
+   * A stream asks before each message, so a key revoked or a user deleted meanwhile ends it.
+   */
+  recheck(): Promise<void>;
 }
 
 export type UnaryHandler<Req, Res> = (ctx: CallContext, request: Req) => Promise<Res>;
@@ -228,13 +233,12 @@ export class CallPipeline {
   ): Promise<CallContext> {
     if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
     const users = new RequestUsers();
-    const principal = await this.deps.authenticator.authenticate(
-      {
-        authorization: first(call.metadata, 'authorization'),
-        apiKey: first(call.metadata, 'x-api-key'),
-      },
-      users,
-    );
+    const credentials = {
+      authorization: first(call.metadata, 'authorization'),
+      apiKey: first(call.metadata, 'x-api-key'),
+    };
+    const { authenticator } = this.deps;
+    const principal = await authenticator.authenticate(credentials, users);
     if (!principal) throw missingCredentials();
     // The REST steps run unchanged: the call stands in for both their request (they read `log`) and
     // their reply (they set headers, which become response metadata: x-ratelimit-limit, -remaining, -reset).
@@ -247,6 +251,7 @@ export class CallPipeline {
       actor: toActor(principal),
       requestId: started.requestId,
       users,
+      recheck: async () => void (await authenticator.authenticate(credentials)),
       get log() {
         return started.log;
       },

@@ -74,7 +74,10 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
           signal: ctx.signal,
           ...(deps.activityPollMs === undefined ? {} : { pollMs: deps.activityPollMs }),
         });
-        for await (const event of events) await send(toActivityMessage(event));
+        for await (const event of events) {
+          await ctx.recheck();
+          await send(toActivityMessage(event));
+        }
       },
       { endOnDrain: true },
     ),

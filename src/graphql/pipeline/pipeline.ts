@@ -32,6 +32,8 @@ export interface Caller {
   address: string;
   requestId: string;
   signal?: AbortSignal | undefined;
+  /** What a WebSocket or SSE caller presented, so a long-lived subscription can check it again. */
+  credentials?: Credentials | undefined;
 }
 
 /** Yoga's server context for POST and GET: the Fastify request and reply. */
@@ -138,6 +140,15 @@ export function createPipeline(
     }
   }
 
+  /** A stream's credentials checked again: a field error (UNAUTHENTICATED) once they stop holding. */
+  async function recheck(credentials: Credentials): Promise<void> {
+    try {
+      await services.authenticator.authenticate(credentials);
+    } catch (err) {
+      throw toGraphQLError(err);
+    }
+  }
+
   const yoga = createYoga<HttpServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -179,9 +190,11 @@ export function createPipeline(
         requestId: initial.req.id,
         signal: initial.request.signal,
       };
+      const { credentials } = caller;
       return createContext(services, caller.principal, caller.requestId, caller.signal, {
         address: caller.address,
         commentFeed,
+        recheck: credentials && caller.principal ? () => recheck(credentials) : undefined,
       });
     },
   });

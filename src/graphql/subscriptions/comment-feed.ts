@@ -18,6 +18,11 @@ const isCommentAdded = (m: unknown): m is CommentAdded =>
 
 type Waiter = (message: CommentAdded) => void;
 
+/** The last item of a stream whose caller's credentials stopped holding: the error to answer with. */
+export class CredentialsEnded {
+  constructor(readonly error: unknown) {}
+}
+
 /**
  * `commentAdded` for this instance: the core's after-commit `comment.added` signal is published on
  * the shared broadcast (Redis across instances, or this process), and every message heard is handed
@@ -25,7 +30,7 @@ type Waiter = (message: CommentAdded) => void;
  */
 export class CommentFeed {
   private readonly byPost = new Map<string, Set<Waiter>>();
-  private readonly streams = new Set<AsyncGenerator<Comment>>();
+  private readonly streams = new Set<AsyncGenerator<Comment | CredentialsEnded>>();
   private stopListening: (() => void) | undefined;
   private stopBridge: (() => void) | undefined;
 
@@ -50,8 +55,16 @@ export class CommentFeed {
    * Comments added to `postId` from now on that `viewer` may see. Each one is read through the core
    * as the subscriber when it arrives, so a draft's comments reach only its author and admins, and
    * a post published later starts delivering.
+   *
+   * `recheck` authenticates the subscriber's credentials again before each delivery: a key revoked
+   * or a user deleted since the subscription began (by any process) ends the stream with that error
+   * instead of the comment.
    */
-  subscribe(postId: string, viewer: Principal | null): AsyncGenerator<Comment> {
+  subscribe(
+    postId: string,
+    viewer: Principal | null,
+    recheck?: () => Promise<void>,
+  ): AsyncGenerator<Comment | CredentialsEnded> {
     const { core, logger } = this.services;
     const pending: CommentAdded[] = [];
     let wake: (() => void) | undefined;
@@ -70,7 +83,7 @@ export class CommentFeed {
       wake?.();
     };
     const streams = this.streams;
-    async function* comments(): AsyncGenerator<Comment> {
+    async function* comments(): AsyncGenerator<Comment | CredentialsEnded> {
       try {
         while (!done) {
           const next = pending.shift();
@@ -78,6 +91,14 @@ export class CommentFeed {
             await new Promise<void>((resolve) => (wake = resolve));
             wake = undefined;
             continue;
+          }
+          if (recheck) {
+            try {
+              await recheck();
+            } catch (err) {
+              yield new CredentialsEnded(err);
+              return;
+            }
           }
           try {
             // The core reads the comment as the subscriber: one on a post they may not see is not found.

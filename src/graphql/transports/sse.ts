@@ -44,11 +44,12 @@ export function registerSse(
     onSubscribe: async (req, params) => {
       const request = req.raw;
       let principal;
+      const credentials = {
+        authorization: headerValue(request, 'authorization'),
+        apiKey: headerValue(request, 'x-api-key'),
+      };
       try {
-        principal = await pipeline.authenticate({
-          authorization: headerValue(request, 'authorization'),
-          apiKey: headerValue(request, 'x-api-key'),
-        });
+        principal = await pipeline.authenticate(credentials);
       } catch (err) {
         pipeline.observer.rejected('sse', request.id, params.operationName, [err as GraphQLError]);
         const body = JSON.stringify({
@@ -64,6 +65,7 @@ export function registerSse(
       const prepared = await pipeline.prepare(params, {
         transport: 'sse',
         principal,
+        credentials,
         address: request.ip,
         requestId: request.id,
       });

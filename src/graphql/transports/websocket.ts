@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { genRequestId } from '../../http/plugins/request-context.js';
@@ -12,7 +13,7 @@ import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../p
 export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
 
 /** What the connection remembers between `connection_init` and its operations. */
-type Extra = { principal?: Principal | null };
+type Extra = { principal?: Principal | null; credentials?: Credentials };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -49,10 +50,11 @@ export function attachWebSocket(
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         try {
-          ctx.extra.principal = await pipeline.authenticate({
+          ctx.extra.credentials = {
             authorization: text(params.authorization) ?? text(params.Authorization),
             apiKey: text(params['x-api-key']) ?? text(params['X-API-Key']),
-          });
+          };
+          ctx.extra.principal = await pipeline.authenticate(ctx.extra.credentials);
           return true;
         } catch {
           // graphql-ws closes with 4403 Forbidden.
@@ -63,6 +65,7 @@ export function attachWebSocket(
         const caller = {
           transport: 'ws' as const,
           principal: ctx.extra.principal ?? null,
+          credentials: ctx.extra.credentials,
           address: ctx.extra.request.socket.remoteAddress ?? 'unknown',
           requestId: genRequestId({ headers: {} }),
         };

@@ -15,13 +15,21 @@ const SUBSCRIPTION =
   'subscription Watch($postId: ID!) { commentAdded(postId: $postId) { id body post { id } author { handle } } }';
 
 type Comment = { id: string; body: string; post: { id: string }; author: { handle: string } };
-type Sub = { received: Comment[]; errors: unknown[]; next(): Promise<Comment>; stop(): Promise<void> };
+type Sub = {
+  received: Comment[];
+  errors: unknown[];
+  completed(): Promise<void>;
+  next(): Promise<Comment>;
+  stop(): Promise<void>;
+};
 
 /** A live subscription over graphql-ws or graphql-sse, collecting what arrives. */
 function subscribe(transport: 'WS' | 'SSE', base: string, postId: string, key?: string): Sub {
   const received: Comment[] = [];
   const errors: unknown[] = [];
   const waiters: Array<() => void> = [];
+  let complete!: () => void;
+  const completed = new Promise<void>((resolve) => (complete = resolve));
   const sink = {
     next: (v: { data?: { commentAdded: Comment }; errors?: unknown[] }) => {
       if (v.data) received.push(v.data.commentAdded);
@@ -29,7 +37,7 @@ function subscribe(transport: 'WS' | 'SSE', base: string, postId: string, key?: 
       waiters.splice(0).forEach((w) => w());
     },
     error: (e: unknown) => errors.push(e),
-    complete: () => undefined,
+    complete: () => complete(),
   };
   const credentials: Record<string, string> = key ? { 'x-api-key': key } : {};
   const payload = { query: SUBSCRIPTION, variables: { postId } };
@@ -53,6 +61,7 @@ function subscribe(transport: 'WS' | 'SSE', base: string, postId: string, key?: 
   return {
     received,
     errors,
+    completed: () => completed,
     stop: () => stop(),
     next: () =>
       new Promise<Comment>((resolve, reject) => {
@@ -112,6 +121,34 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
       await settle(200);
       expect(sub.received).toHaveLength(1);
       await sub.stop();
+    });
+
+    it('ends the stream with UNAUTHENTICATED once its key is revoked or its user deleted', async () => {
+      for (const end of ['revoke key', 'delete user'] as const) {
+        const watcher = await atrium.caller();
+        const sub = subscribe(transport, base, published, watcher.key);
+        await settle(300);
+        await comment(published, 'before');
+        await sub.next();
+        // Straight in the store's terms, as another process (the CLI) would: no signal to this one.
+        if (end === 'revoke key') await atrium.services.apiKeys.revoke(watcher.keyId);
+        else
+          await atrium.services.store.db
+            .updateTable('users')
+            .set({ deleted_at: new Date().toISOString() })
+            .where('id', '=', watcher.userId)
+            .execute();
+        await comment(published, 'after');
+        await sub.completed();
+        expect(
+          sub.received.map((c) => c.body),
+          end,
+        ).toEqual(['before']);
+        expect(sub.errors, end).toEqual([
+          expect.objectContaining({ extensions: { code: 'UNAUTHENTICATED' } }),
+        ]);
+        await sub.stop();
+      }
     });
 
     it('gives a caller who cannot see a draft nothing, and its author everything', async () => {

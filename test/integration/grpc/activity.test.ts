@@ -161,6 +161,31 @@ describe('gRPC StreamUserActivity', () => {
     expect(events).toHaveLength(1);
   });
 
+  it('ends with UNAUTHENTICATED when the key it was opened with is revoked, by another instance too', async () => {
+    const watcher = await atrium.caller({ role: 'member' });
+    await atrium.services.core.users.updateSelfService(
+      { id: watcher.userId, kind: 'user', role: 'member' },
+      watcher.userId,
+      { name: 'Watched Once' },
+    );
+    const events: ActivityMessage[] = [];
+    const call = client.StreamUserActivity!(
+      { user_id: watcher.userId },
+      metadataFor(watcher.headers),
+    ) as grpc.ClientReadableStream<ActivityMessage>;
+    let ended: grpc.StatusObject | undefined;
+    call.on('data', (e: ActivityMessage) => events.push(e));
+    call.on('error', () => undefined);
+    call.on('status', (s) => (ended = s));
+    await waitFor(() => events.length >= 1, 5_000, 'the recent event');
+
+    await elsewhere.apiKeys.revoke(watcher.keyId);
+    await elsewhere.core.users.updateAsAdmin(SYSTEM_ACTOR, watcher.userId, { role: 'viewer' });
+    await waitFor(() => ended !== undefined, 5_000, 'the end of the stream');
+    expect(ended?.code).toBe(status.UNAUTHENTICATED);
+    expect(events).toHaveLength(1);
+  });
+
   it('refuses an empty id, an unknown user and a call without credentials', async () => {
     expect((await collect(client, 'StreamUserActivity', { user_id: '' }, admin.headers)).error?.code).toBe(
       status.INVALID_ARGUMENT,
