@@ -23,6 +23,12 @@ export interface Store {
   close(): Promise<void>;
   /** SQL statements sent since the store opened (tests hold batching to a constant count with it). */
   statementCount(): number;
+  /**
+   * A number that changes once another connection has committed to the database: an admin command
+   * beside the one SQLite serving process, which cannot reach its in-process caches. Always 0 on
+   * PostgreSQL, where processes share changes through Redis (REDIS_URL).
+   */
+  foreignCommits(): number;
 }
 
 /** Kysely's log hook, used only to count statements; it runs once per executed query. */
@@ -56,7 +62,15 @@ function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
     plugins,
     log,
   });
-  return makeStore(db, 'sqlite', () => undefined, counter);
+  // data_version moves only for commits made through other connections, never this one's own.
+  const dataVersion = conn.prepare('PRAGMA data_version').pluck();
+  return makeStore(
+    db,
+    'sqlite',
+    () => undefined,
+    counter,
+    () => dataVersion.get() as number,
+  );
 }
 
 /**
@@ -174,11 +188,18 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store 
   );
 }
 
-function makeStore(db: Db, dialect: Dialect, poolStats: Store['poolStats'], counter: { n: number }): Store {
+function makeStore(
+  db: Db,
+  dialect: Dialect,
+  poolStats: Store['poolStats'],
+  counter: { n: number },
+  foreignCommits: () => number = () => 0,
+): Store {
   return {
     db,
     dialect,
     poolStats,
+    foreignCommits,
     statementCount: () => counter.n,
     async migrate() {
       // Numbers are handed out to parallel work, so a database may have a later one applied before

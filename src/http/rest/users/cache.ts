@@ -6,7 +6,7 @@ import type { Cache } from '../../../shared/cache.js';
 export const USER_CACHE_TTL_SECONDS = 60;
 
 /** Versioned so instances running a different REST shape never read each other's entries. */
-export const userCacheKey = (userId: string): string => `rest-user:v1:${userId}`;
+export const userCacheKey = (userId: string): string => `rest-user:v2:${userId}`;
 
 const warn = (logger: Logger, what: string) => (err: unknown) =>
   logger.warn({ err: err instanceof Error ? err.message : String(err) }, what);
@@ -38,10 +38,16 @@ interface Read {
 export class CachedUsers {
   private readonly loading = new Map<string, Set<Read>>();
 
+  /**
+   * `foreignCommits` is the store's count of commits by other connections. An admin command run
+   * beside an SQLite server (atrium users delete) has no bus to this process, so each entry carries
+   * the count it was loaded under, and an entry from before another writer's commit is a miss.
+   */
   constructor(
     private readonly cache: Cache,
     bus: DomainBus,
     private readonly logger: Logger,
+    private readonly foreignCommits: () => number = () => 0,
   ) {
     bus.on('user.changed', ({ userId }) => this.markStale(userId));
   }
@@ -49,9 +55,10 @@ export class CachedUsers {
   /** The cached JSON of a user, or `load()`'s result stored for next time. */
   async read(userId: string, load: () => Promise<string>): Promise<{ json: string; hit: boolean }> {
     const key = userCacheKey(userId);
+    const version = `${this.foreignCommits()} `;
     try {
       const cached = await this.cache.get(key);
-      if (cached !== undefined) return { json: cached, hit: true };
+      if (cached?.startsWith(version)) return { json: cached.slice(version.length), hit: true };
     } catch (err) {
       // A cache outage degrades to reading the database, never to an error.
       warn(this.logger, 'user cache unavailable')(err);
@@ -64,7 +71,7 @@ export class CachedUsers {
       const json = await load();
       if (!read.stale) {
         await this.cache
-          .set(key, json, USER_CACHE_TTL_SECONDS)
+          .set(key, version + json, USER_CACHE_TTL_SECONDS)
           .catch(warn(this.logger, 'could not cache a user'));
       }
       return { json, hit: false };

@@ -44,7 +44,14 @@ function addVary(reply: FastifyReply, ...names: string[]): void {
  */
 async function registerUserApi(app: FastifyInstance, services: Services): Promise<void> {
   const { core } = services;
-  const cached = new CachedUsers(services.cache, services.bus, services.logger);
+  // A cache in this process's memory cannot hear another process's changes; one in Redis can (the
+  // admin commands invalidate it there themselves).
+  const cached = new CachedUsers(
+    services.cache,
+    services.bus,
+    services.logger,
+    services.config.redisUrl === undefined ? () => services.store.foreignCommits() : undefined,
+  );
   const auth = (scope: Scope) => services.httpAuth.required(scope);
   // Decided before the body is read, so a non-admin gets 403 whatever it sent.
   const adminOnly: onRequestAsyncHookHandler = async (request) => {
