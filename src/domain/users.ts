@@ -11,7 +11,7 @@ import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { DomainError, forbidden, notFound, Problems } from './errors.js';
-import { newId } from './ids.js';
+import { isId, newId } from './ids.js';
 import type { RequestUsers } from './request-users.js';
 import type { OrganizationService } from './organizations.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -397,7 +397,15 @@ function liveUsers(db: Reader) {
 /** The one-user read (every GetUser, every update): compiled once per dialect, run with the id. */
 const liveUserById = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id));
 
+/**
+ * A live user by id, or not_found. A string that cannot be a user id (D2: `usr_` and 26 Crockford
+ * base32 characters) matches no user and is not read: it is not found either, but its value is not
+ * repeated in the message, since it may be any size a request allows (a megabyte through gRPC, too
+ * large for a status) or hold what PostgreSQL refuses (NUL). A well-formed id is 30 characters,
+ * so echoing it stays short.
+ */
 async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
+  if (!isId(id, 'usr')) throw notFound('User');
   const [row] = await liveUserById(db, dialect, id);
   if (!row) throw notFound('User', id);
   return row;

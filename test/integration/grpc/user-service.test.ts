@@ -112,6 +112,22 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect(own.error?.code).toBe(status.UNAUTHENTICATED);
     });
 
+    it('answers NOT_FOUND without repeating an id that cannot be one, however long (no hang)', async () => {
+      // 500k characters fit the 1 MiB request limit, but not a status: echoed into grpc-message
+      // the trailers were too large and the client never got a status.
+      for (const userId of ['nope', 'usr_' + 'a'.repeat(1_000), 'usr_' + 'a'.repeat(500_000)]) {
+        const { error } = await unary(client, 'GetUser', { user_id: userId }, admin.headers, {
+          deadline: Date.now() + 30_000,
+        });
+        expect(error?.code, userId.slice(0, 10)).toBe(status.NOT_FOUND);
+        expect(error?.details).toBe('User not found.');
+      }
+      // A well-formed id is 30 characters: it is named.
+      const wellFormed = 'usr_00000000000000000000000000';
+      const { error } = await unary(client, 'GetUser', { user_id: wellFormed }, admin.headers);
+      expect(error?.details).toBe(`User ${wellFormed} not found.`);
+    });
+
     it('answers PERMISSION_DENIED to a member reading someone else', async () => {
       const { error } = await unary(client, 'GetUser', { user_id: other.userId }, member.headers);
       expect(error?.code).toBe(status.PERMISSION_DENIED);
