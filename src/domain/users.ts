@@ -81,6 +81,13 @@ export interface UpdateUserInput {
   role?: Role | undefined;
 }
 
+export interface PageQuery {
+  role?: Role | undefined;
+  /** The id of the last user received; absent (or null) for the first page. */
+  cursor?: string | null | undefined;
+  limit: number;
+}
+
 export interface ListUsersQuery {
   role?: Role | undefined;
   organizationId?: string | undefined;
@@ -332,21 +339,38 @@ export class UserService {
     });
   }
 
-  /** A page of users by id ascending after `afterId` (gRPC ListUsers streams through these). */
-  async page(query: {
-    role?: Role | undefined;
-    afterId?: string | null | undefined;
-    limit: number;
-  }): Promise<User[]> {
-    const problems = new Problems();
+  /**
+   * A page of users by id ascending after `cursor`, the id of the last user received (gRPC ListUsers
+   * streams through these). Ids are time-ordered, so a cursor naming no live user (deleted since,
+   * or made up) still marks a place: the page starts after it. A cursor that cannot be a user id
+   * is refused (`invalid_cursor`), not read as "from the start".
+   */
+  async page(query: PageQuery): Promise<User[]> {
+    const problems = this.pageProblems(query);
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_USERS_PAGE) {
       problems.add('limit', `limit must be an integer from 1 to ${MAX_USERS_PAGE}`, 'range_error');
     }
+    problems.throwIfAny();
+    return this.list({ role: query.role, limit: query.limit, after: query.cursor ?? undefined });
+  }
+
+  /**
+   * The problems of a page query's role and cursor, added to `problems`: for a surface that checks
+   * its own paging fields (ListUsers's `limit`) and reports every problem at once.
+   */
+  pageProblems(query: Omit<PageQuery, 'limit'>, problems = new Problems()): Problems {
     if (query.role !== undefined && !ROLES.includes(query.role)) {
       problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
     }
-    problems.throwIfAny();
-    return this.list({ role: query.role, limit: query.limit, after: query.afterId ?? undefined });
+    if (query.cursor !== undefined && query.cursor !== null && !isId(query.cursor, 'usr')) {
+      // The value is not repeated: it may be as long as a request allows.
+      problems.add(
+        'cursor',
+        'cursor must be a user id (usr_...): the id of the last user received',
+        'invalid_cursor',
+      );
+    }
+    return problems;
   }
 
   async markEmailVerified(actor: Actor, id: string): Promise<User> {
