@@ -248,6 +248,15 @@ export class UserService {
   }
 
   /**
+   * The field problems `update` would refuse `input` for, added to `problems`: for a surface that
+   * checks fields of its own (gRPC's `user_id` and `update_mask`) and reports every problem at once.
+   */
+  updateProblems(input: UpdateUserInput, problems = new Problems()): Problems {
+    problems.details.push(...checkUpdate(input).problems.details);
+    return problems;
+  }
+
+  /**
    * Validates, then asks `policy`, then writes. Fields are present when not undefined. A change that
    * alters nothing writes nothing: no `updated_at`, no outbox event, no signal.
    */
@@ -257,38 +266,7 @@ export class UserService {
     input: UpdateUserInput,
     policy: UserUpdatePolicy = SELF_SERVICE_UPDATE,
   ): Promise<User> {
-    const problems = new Problems();
-    const patch: Partial<UserRow> = {};
-    const fields = new Set<UserField>();
-    if (input.name !== undefined) {
-      fields.add('name');
-      const bad = checkName(input.name, 'name');
-      if (bad) problems.add('name', bad, 'range_error');
-      else Object.assign(patch, toNameColumns(splitName(input.name)));
-    }
-    for (const [field, column] of [
-      ['firstName', 'first_name'],
-      ['lastName', 'last_name'],
-    ] as const) {
-      const value = input[field];
-      if (value === undefined) continue;
-      fields.add(field);
-      const bad = value === null ? null : checkName(value, field);
-      if (bad) problems.add(field, bad, 'range_error');
-      else patch[column] = value === null ? null : value.trim();
-    }
-    if (input.email !== undefined) {
-      fields.add('email');
-      const bad = checkEmail(input.email);
-      if (bad) problems.add('email', `email ${bad}`);
-      else patch.email = input.email.trim().toLowerCase();
-    }
-    if (input.role !== undefined) {
-      fields.add('role');
-      if (!ROLES.includes(input.role))
-        problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
-      else patch.role = input.role;
-    }
+    const { problems, patch, fields } = checkUpdate(input);
     problems.throwIfAny();
     policy.assertMayUpdate(actor, id, fields);
 
@@ -409,6 +387,47 @@ export class UserService {
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) === 0) throw notFound('User', id);
   }
+}
+
+/** Validates an update: its problems, the columns it sets, and the fields present (even if unchanged). */
+function checkUpdate(input: UpdateUserInput): {
+  problems: Problems;
+  patch: Partial<UserRow>;
+  fields: Set<UserField>;
+} {
+  const problems = new Problems();
+  const patch: Partial<UserRow> = {};
+  const fields = new Set<UserField>();
+  if (input.name !== undefined) {
+    fields.add('name');
+    const bad = checkName(input.name, 'name');
+    if (bad) problems.add('name', bad, 'range_error');
+    else Object.assign(patch, toNameColumns(splitName(input.name)));
+  }
+  for (const [field, column] of [
+    ['firstName', 'first_name'],
+    ['lastName', 'last_name'],
+  ] as const) {
+    const value = input[field];
+    if (value === undefined) continue;
+    fields.add(field);
+    const bad = value === null ? null : checkName(value, field);
+    if (bad) problems.add(field, bad, 'range_error');
+    else patch[column] = value === null ? null : value.trim();
+  }
+  if (input.email !== undefined) {
+    fields.add('email');
+    const bad = checkEmail(input.email);
+    if (bad) problems.add('email', `email ${bad}`);
+    else patch.email = input.email.trim().toLowerCase();
+  }
+  if (input.role !== undefined) {
+    fields.add('role');
+    if (!ROLES.includes(input.role))
+      problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
+    else patch.role = input.role;
+  }
+  return { problems, patch, fields };
 }
 
 type Reader = Db | Transaction<Database>;

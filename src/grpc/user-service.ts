@@ -60,7 +60,10 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
       'UpdateUser',
       'users:write',
       async (ctx, request) => {
-        const input = updateInput(request);
+        // The wire's problems (user_id, update_mask) and the core's (name, email, role) go out together.
+        const problems = new Problems();
+        const input = updateInput(request, problems);
+        core.users.updateProblems(input, problems).throwIfAny();
         const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
         // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
         await dropCachedUser(deps.cache, user.id, ctx.log);

@@ -302,6 +302,47 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect((await atrium.services.core.users.get(member.userId)).name).toBe('Ada Lovelace');
     });
 
+    it('reports the request problems and the value problems together, once each', async () => {
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        {
+          user_id: '',
+          name: '',
+          email: 'x',
+          role: 'q',
+          update_mask: { paths: ['name', 'email', 'role', 'zzz'] },
+        },
+        admin.headers,
+      );
+      expect(error?.code).toBe(status.INVALID_ARGUMENT);
+      expect(richStatus(error!).fieldViolations.map((v) => [v.field, v.reason])).toEqual([
+        ['user_id', 'required'],
+        ['update_mask.paths', 'unknown_field'],
+        ['name', 'range_error'],
+        ['email', 'invalid'],
+        ['role', 'invalid_enum'],
+      ]);
+    });
+
+    it('keeps the status short however many or long the unknown mask paths are', async () => {
+      const long = 'p'.repeat(100_000);
+      const many = Array.from({ length: 50_000 }, (_, i) => `f${i}`);
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        { user_id: member.userId, name: 'A B', update_mask: { paths: ['name', long, ...many] } },
+        admin.headers,
+        { deadline: Date.now() + 10_000 },
+      );
+      expect(error?.code).toBe(status.INVALID_ARGUMENT);
+      const violations = richStatus(error!).fieldViolations;
+      expect(violations.every((v) => v.field === 'update_mask.paths')).toBe(true);
+      expect(violations.length).toBeLessThanOrEqual(11);
+      expect(violations.at(-1)!.description).toMatch(/and 49991 more unknown fields/);
+      expect(JSON.stringify(violations).length).toBeLessThan(4_000);
+    });
+
     it('refuses an empty user_id with INVALID_ARGUMENT', async () => {
       const { error } = await unary(
         client,
