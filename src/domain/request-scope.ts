@@ -19,7 +19,16 @@ export class RequestScope {
   #committed = false;
   #writesInFlight = 0;
 
-  constructor(readonly signal: AbortSignal) {}
+  /**
+   * `deadline` (epoch milliseconds, Infinity for none) is compared with the clock at every check, as
+   * well as the signal: a timer that aborts the signal cannot fire while work runs without yielding
+   * to the event loop (better-sqlite3 answers synchronously), so a request whose deadline has
+   * already passed would otherwise commit before its timer ever ran.
+   */
+  constructor(
+    readonly signal: AbortSignal,
+    readonly deadline: number = Infinity,
+  ) {}
 
   /**
    * True once some of this request's work will be durable whatever happens now: a transaction has
@@ -31,7 +40,7 @@ export class RequestScope {
 
   /** Refuses to go on once the request was abandoned. */
   throwIfAbandoned(): void {
-    if (this.signal.aborted) throw requestAbandoned();
+    if (this.signal.aborted || Date.now() >= this.deadline) throw requestAbandoned();
   }
 
   /** The store calls this just before COMMIT: the last moment the work can still be refused. */
@@ -102,10 +111,15 @@ export function endRequestScope(scope: RequestScope): void {
  * nothing new is written. The entry point for surfaces whose work ends with a promise (gRPC
  * handlers, GraphQL mutations over a socket): the scope ends when `fn`'s promise settles. Work `fn`
  * starts without awaiting it is not part of the call: once the scope has ended it may run outside
- * it, as detached work does.
+ * it, as detached work does. `deadline` (epoch ms) also stops it once the clock passes it, even
+ * if nothing has aborted `signal` yet (see `RequestScope`).
  */
-export async function runWithSignal<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-  const scope = new RequestScope(signal);
+export async function runWithSignal<T>(
+  signal: AbortSignal,
+  fn: () => Promise<T>,
+  deadline = Infinity,
+): Promise<T> {
+  const scope = new RequestScope(signal, deadline);
   try {
     return await enterRequestScope(scope, fn);
   } finally {
@@ -121,7 +135,17 @@ export function detachedFromRequest<T>(fn: () => T): T {
   return storage.exit(fn);
 }
 
-/** The error a statement of an abandoned request fails with (HTTP 503 `service_unavailable`). */
+/**
+ * What a statement of an abandoned request fails with: a DomainError `unavailable` (HTTP 503
+ * `service_unavailable`), of its own class so a surface can tell it from other failures (gRPC
+ * answers DEADLINE_EXCEEDED for it once the call's deadline has passed).
+ */
+export class RequestAbandoned extends DomainError {
+  constructor() {
+    super('unavailable', 'The request took too long and was abandoned; try again.');
+  }
+}
+
 export function requestAbandoned(): DomainError {
-  return new DomainError('unavailable', 'The request took too long and was abandoned; try again.');
+  return new RequestAbandoned();
 }

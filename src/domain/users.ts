@@ -11,7 +11,7 @@ import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { DomainError, forbidden, notFound, Problems } from './errors.js';
-import { newId } from './ids.js';
+import { isId, newId } from './ids.js';
 import type { RequestUsers } from './request-users.js';
 import type { OrganizationService } from './organizations.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -79,6 +79,13 @@ export interface UpdateUserInput {
   lastName?: string | null | undefined;
   email?: string | undefined;
   role?: Role | undefined;
+}
+
+export interface PageQuery {
+  role?: Role | undefined;
+  /** The id of the last user received; absent (or null) for the first page. */
+  cursor?: string | null | undefined;
+  limit: number;
 }
 
 export interface ListUsersQuery {
@@ -241,6 +248,15 @@ export class UserService {
   }
 
   /**
+   * The field problems `update` would refuse `input` for, added to `problems`: for a surface that
+   * checks fields of its own (gRPC's `user_id` and `update_mask`) and reports every problem at once.
+   */
+  updateProblems(input: UpdateUserInput, problems = new Problems()): Problems {
+    problems.details.push(...checkUpdate(input).problems.details);
+    return problems;
+  }
+
+  /**
    * Validates, then asks `policy`, then writes. Fields are present when not undefined. A change that
    * alters nothing writes nothing: no `updated_at`, no outbox event, no signal.
    */
@@ -250,38 +266,7 @@ export class UserService {
     input: UpdateUserInput,
     policy: UserUpdatePolicy = SELF_SERVICE_UPDATE,
   ): Promise<User> {
-    const problems = new Problems();
-    const patch: Partial<UserRow> = {};
-    const fields = new Set<UserField>();
-    if (input.name !== undefined) {
-      fields.add('name');
-      const bad = checkName(input.name, 'name');
-      if (bad) problems.add('name', bad, 'range_error');
-      else Object.assign(patch, toNameColumns(splitName(input.name)));
-    }
-    for (const [field, column] of [
-      ['firstName', 'first_name'],
-      ['lastName', 'last_name'],
-    ] as const) {
-      const value = input[field];
-      if (value === undefined) continue;
-      fields.add(field);
-      const bad = value === null ? null : checkName(value, field);
-      if (bad) problems.add(field, bad, 'range_error');
-      else patch[column] = value === null ? null : value.trim();
-    }
-    if (input.email !== undefined) {
-      fields.add('email');
-      const bad = checkEmail(input.email);
-      if (bad) problems.add('email', `email ${bad}`);
-      else patch.email = input.email.trim().toLowerCase();
-    }
-    if (input.role !== undefined) {
-      fields.add('role');
-      if (!ROLES.includes(input.role))
-        problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
-      else patch.role = input.role;
-    }
+    const { problems, patch, fields } = checkUpdate(input);
     problems.throwIfAny();
     policy.assertMayUpdate(actor, id, fields);
 
@@ -332,21 +317,38 @@ export class UserService {
     });
   }
 
-  /** A page of users by id ascending after `afterId` (gRPC ListUsers streams through these). */
-  async page(query: {
-    role?: Role | undefined;
-    afterId?: string | null | undefined;
-    limit: number;
-  }): Promise<User[]> {
-    const problems = new Problems();
+  /**
+   * A page of users by id ascending after `cursor`, the id of the last user received (gRPC ListUsers
+   * streams through these). Ids are time-ordered, so a cursor naming no live user (deleted since,
+   * or made up) still marks a place: the page starts after it. A cursor that cannot be a user id
+   * is refused (`invalid_cursor`), not read as "from the start".
+   */
+  async page(query: PageQuery): Promise<User[]> {
+    const problems = this.pageProblems(query);
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_USERS_PAGE) {
       problems.add('limit', `limit must be an integer from 1 to ${MAX_USERS_PAGE}`, 'range_error');
     }
+    problems.throwIfAny();
+    return this.list({ role: query.role, limit: query.limit, after: query.cursor ?? undefined });
+  }
+
+  /**
+   * The problems of a page query's role and cursor, added to `problems`: for a surface that checks
+   * its own paging fields (ListUsers's `limit`) and reports every problem at once.
+   */
+  pageProblems(query: Omit<PageQuery, 'limit'>, problems = new Problems()): Problems {
     if (query.role !== undefined && !ROLES.includes(query.role)) {
       problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
     }
-    problems.throwIfAny();
-    return this.list({ role: query.role, limit: query.limit, after: query.afterId ?? undefined });
+    if (query.cursor !== undefined && query.cursor !== null && !isId(query.cursor, 'usr')) {
+      // The value is not repeated: it may be as long as a request allows.
+      problems.add(
+        'cursor',
+        'cursor must be a user id (usr_...): the id of the last user received',
+        'invalid_cursor',
+      );
+    }
+    return problems;
   }
 
   async markEmailVerified(actor: Actor, id: string): Promise<User> {
@@ -387,6 +389,47 @@ export class UserService {
   }
 }
 
+/** Validates an update: its problems, the columns it sets, and the fields present (even if unchanged). */
+function checkUpdate(input: UpdateUserInput): {
+  problems: Problems;
+  patch: Partial<UserRow>;
+  fields: Set<UserField>;
+} {
+  const problems = new Problems();
+  const patch: Partial<UserRow> = {};
+  const fields = new Set<UserField>();
+  if (input.name !== undefined) {
+    fields.add('name');
+    const bad = checkName(input.name, 'name');
+    if (bad) problems.add('name', bad, 'range_error');
+    else Object.assign(patch, toNameColumns(splitName(input.name)));
+  }
+  for (const [field, column] of [
+    ['firstName', 'first_name'],
+    ['lastName', 'last_name'],
+  ] as const) {
+    const value = input[field];
+    if (value === undefined) continue;
+    fields.add(field);
+    const bad = value === null ? null : checkName(value, field);
+    if (bad) problems.add(field, bad, 'range_error');
+    else patch[column] = value === null ? null : value.trim();
+  }
+  if (input.email !== undefined) {
+    fields.add('email');
+    const bad = checkEmail(input.email);
+    if (bad) problems.add('email', `email ${bad}`);
+    else patch.email = input.email.trim().toLowerCase();
+  }
+  if (input.role !== undefined) {
+    fields.add('role');
+    if (!ROLES.includes(input.role))
+      problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
+    else patch.role = input.role;
+  }
+  return { problems, patch, fields };
+}
+
 type Reader = Db | Transaction<Database>;
 
 /** Users that exist: soft-deleted ones are invisible to every read. */
@@ -397,7 +440,15 @@ function liveUsers(db: Reader) {
 /** The one-user read (every GetUser, every update): compiled once per dialect, run with the id. */
 const liveUserById = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id));
 
+/**
+ * A live user by id, or not_found. A string that cannot be a user id (D2: `usr_` and 26 Crockford
+ * base32 characters) matches no user and is not read: it is not found either, but its value is not
+ * repeated in the message, since it may be any size a request allows (a megabyte through gRPC, too
+ * large for a status) or hold what PostgreSQL refuses (NUL). A well-formed id is 30 characters,
+ * so echoing it stays short.
+ */
 async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
+  if (!isId(id, 'usr')) throw notFound('User');
   const [row] = await liveUserById(db, dialect, id);
   if (!row) throw notFound('User', id);
   return row;

@@ -12,7 +12,7 @@ import { type Authenticator, missingCredentials } from '../auth/authenticator.js
 import { type Principal, toActor } from '../auth/principal.js';
 import { requireScope, type Scope } from '../auth/scopes.js';
 import type { Actor } from '../domain/actor.js';
-import { runWithSignal } from '../domain/request-scope.js';
+import { RequestAbandoned, runWithSignal } from '../domain/request-scope.js';
 import { RequestUsers } from '../domain/request-users.js';
 import type { AfterAuthentication } from '../http/auth.js';
 import { genRequestId } from '../http/plugins/request-context.js';
@@ -27,6 +27,8 @@ export interface CallContext {
   log: Logger;
   /** Aborted when the client cancels, its deadline passes, or (for streams) the server drains. */
   signal: AbortSignal;
+  /** The call's deadline in epoch milliseconds (Infinity when the client set none). */
+  readonly deadline: number;
   /** Users this call has read already (the caller, when a key authenticated it): for core reads. */
   users: RequestUsers;
   /**
@@ -91,9 +93,12 @@ export class CallPipeline {
 
   /**
    * `options.writes`: the handler changes data, so it runs in a request scope bound to the call's
-   * cancel signal (`runWithSignal`): once the client cancels or its deadline passes, no statement of
-   * the call starts and an open transaction rolls back instead of committing a change the client
-   * was told failed. Reads go without: while any scope is open, its AsyncLocalStorage costs every
+   * cancel signal and deadline (`runWithSignal`): once the client cancels or its deadline passes,
+   * no statement of the call starts and an open transaction rolls back instead of committing a
+   * change the client was told failed; the call then ends with DEADLINE_EXCEEDED. The deadline is
+   * compared with the clock at each statement, not only through grpc-js's timer: on SQLite a call
+   * runs to its COMMIT without the timer getting a turn, so one whose `grpc-timeout` was already
+   * spent on arrival (`1n`) would otherwise commit and answer OK. Reads go without: while any scope is open, its AsyncLocalStorage costs every
    * promise of the process (request-scope.ts turns it off again when the last one ends).
    */
   unary<Req, Res>(
@@ -104,7 +109,7 @@ export class CallPipeline {
   ): handleUnaryCall<Req, Res> {
     const labels = this.labelsFor(method, 'unary');
     const run: UnaryHandler<Req, Res> = options.writes
-      ? (ctx, request) => runWithSignal(ctx.signal, () => handler(ctx, request))
+      ? (ctx, request) => runWithSignal(ctx.signal, () => handler(ctx, request), ctx.deadline)
       : handler;
     return (call, callback) => {
       const started = this.begin(method, labels, call as AnyCall);
@@ -115,6 +120,8 @@ export class CallPipeline {
       call.once('cancelled', () => {
         if (!finished) cancel.abort(new Aborted('cancelled'));
       });
+      // Cancelled before the handler was called (grpc-js's deadline timer): the event has gone.
+      if (call.cancelled) cancel.abort(new Aborted('cancelled'));
       this.prepare(call as AnyCall, scope, started, cancel)
         .then((ctx) => run(ctx, call.request))
         .then((result) => {
@@ -125,7 +132,10 @@ export class CallPipeline {
         })
         .catch((err: unknown) => {
           finished = true;
-          const error = toServiceError(err, started.response, started.log);
+          const error =
+            err instanceof RequestAbandoned && deadlineOf(call as AnyCall) <= Date.now()
+              ? serviceError(status.DEADLINE_EXCEEDED, 'Deadline exceeded', started.response.clone())
+              : toServiceError(err, started.response, started.log);
           callback(error);
           this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : error.code);
         });
@@ -258,6 +268,9 @@ export class CallPipeline {
       get signal() {
         return cancel.signal;
       },
+      get deadline() {
+        return deadlineOf(call);
+      },
     };
   }
 }
@@ -331,9 +344,14 @@ function requestIdMetadata(requestId: string): Metadata {
  */
 const DEADLINE_SLACK_MS = 250;
 
-function cancelCode(call: AnyCall): status {
+/** The call's deadline in epoch milliseconds; Infinity when the client set none. */
+function deadlineOf(call: AnyCall): number {
   const deadline = call.getDeadline();
-  const ms = deadline instanceof Date ? deadline.getTime() : deadline;
+  return deadline instanceof Date ? deadline.getTime() : deadline;
+}
+
+function cancelCode(call: AnyCall): status {
+  const ms = deadlineOf(call);
   return Number.isFinite(ms) && ms <= Date.now() + DEADLINE_SLACK_MS
     ? status.DEADLINE_EXCEEDED
     : status.CANCELLED;

@@ -1,5 +1,5 @@
 import type { UserActivityEvent } from '../domain/activity.js';
-import { invalid, Problems } from '../domain/errors.js';
+import { invalid, type Problems } from '../domain/errors.js';
 import type { UpdateUserInput, User } from '../domain/users.js';
 import type { Role } from '../store/types.js';
 import type { ActivityEvent, UpdateUserRequest, User as UserMessage } from './gen/users/v1/users.gen.js';
@@ -32,12 +32,18 @@ export function requireUserId(userId: string): string {
 export const UPDATE_MASK_PATHS = ['name', 'email', 'role'] as const;
 type MaskPath = (typeof UPDATE_MASK_PATHS)[number];
 
+/** How many unknown mask paths are named one by one, and how much of each: trailers stay small. */
+const UNKNOWN_PATHS_NAMED = 10;
+const PATH_SHOWN = 64;
+
 /**
- * The core input from an UpdateUserRequest: only the fields named in `update_mask`. An empty or
- * missing mask and any unknown path are refused, all reported at once.
+ * The core input from an UpdateUserRequest: only the fields named in `update_mask`. A missing
+ * `user_id`, an empty or missing mask and unknown paths are added to `problems` (the caller adds
+ * the core's problems of the values and throws them all at once). Unknown paths are named up to
+ * ten, each cut to 64 characters, then counted: a request may hold a megabyte of them, and a
+ * status too large for trailers never reaches a grpc-js client.
  */
-export function updateInput(request: UpdateUserRequest): UpdateUserInput {
-  const problems = new Problems();
+export function updateInput(request: UpdateUserRequest, problems: Problems): UpdateUserInput {
   if (request.userId === '') problems.add('user_id', 'user_id is required', 'required');
   const paths = request.updateMask ?? [];
   if (paths.length === 0) {
@@ -48,19 +54,30 @@ export function updateInput(request: UpdateUserRequest): UpdateUserInput {
     );
   }
   const input: UpdateUserInput = {};
+  let unknown = 0;
   for (const path of paths) {
     if (!(UPDATE_MASK_PATHS as readonly string[]).includes(path)) {
-      problems.add(
-        'update_mask.paths',
-        `unknown field "${path}" in update_mask; updatable fields: ${UPDATE_MASK_PATHS.join(', ')}`,
-        'unknown_field',
-      );
+      unknown += 1;
+      if (unknown <= UNKNOWN_PATHS_NAMED) {
+        const shown = path.length > PATH_SHOWN ? `${path.slice(0, PATH_SHOWN)}…` : path;
+        problems.add(
+          'update_mask.paths',
+          `unknown field "${shown}" in update_mask; updatable fields: ${UPDATE_MASK_PATHS.join(', ')}`,
+          'unknown_field',
+        );
+      }
       continue;
     }
     const field = path as MaskPath;
     if (field === 'role') input.role = request.role as Role;
     else input[field] = request[field];
   }
-  problems.throwIfAny();
+  if (unknown > UNKNOWN_PATHS_NAMED) {
+    problems.add(
+      'update_mask.paths',
+      `and ${unknown - UNKNOWN_PATHS_NAMED} more unknown fields in update_mask`,
+      'unknown_field',
+    );
+  }
   return input;
 }

@@ -1,7 +1,7 @@
 import type { Cache } from '../shared/cache.js';
 import type { Core } from '../domain/core.js';
 import type { UserActivity } from '../domain/activity.js';
-import { invalid } from '../domain/errors.js';
+import { Problems } from '../domain/errors.js';
 import type { Role } from '../store/types.js';
 import { dropCachedUser } from '../http/rest/users/cache.js';
 import type { CallPipeline } from './call.js';
@@ -35,16 +35,19 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
       'ListUsers',
       'users:read',
       async (ctx, request, send) => {
-        if (request.limit < 0) throw invalid('limit', 'limit must be 0 (no limit) or more', 'range_error');
         const role = request.role === '' ? undefined : (request.role as Role);
+        let cursor = request.cursor === '' ? undefined : request.cursor;
+        // 0 means "no limit" here, so this surface checks limit; role and cursor are the core's.
+        const problems = new Problems();
+        if (request.limit < 0) problems.add('limit', 'limit must be 0 (no limit) or more', 'range_error');
+        core.users.pageProblems({ role, cursor }, problems).throwIfAny();
         let remaining = request.limit > 0 ? request.limit : Infinity;
-        let afterId = request.cursor === '' ? undefined : request.cursor;
         while (remaining > 0 && !ctx.signal.aborted) {
-          const page = await core.users.page({ role, afterId, limit: Math.min(LIST_PAGE_SIZE, remaining) });
+          const page = await core.users.page({ role, cursor, limit: Math.min(LIST_PAGE_SIZE, remaining) });
           for (const user of page) {
             // Waits while the client is not reading: one page in memory at most.
             await send(toUserMessage(user, core.users.visibleEmail(ctx.actor, user)));
-            afterId = user.id;
+            cursor = user.id;
             remaining -= 1;
           }
           if (page.length < LIST_PAGE_SIZE) break;
@@ -57,7 +60,10 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
       'UpdateUser',
       'users:write',
       async (ctx, request) => {
-        const input = updateInput(request);
+        // The wire's problems (user_id, update_mask) and the core's (name, email, role) go out together.
+        const problems = new Problems();
+        const input = updateInput(request, problems);
+        core.users.updateProblems(input, problems).throwIfAny();
         const user = await core.users.updateSelfService(ctx.actor, request.userId, input);
         // The bus clears every cached copy too; awaiting it here means the very next REST read misses.
         await dropCachedUser(deps.cache, user.id, ctx.log);

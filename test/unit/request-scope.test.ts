@@ -2,6 +2,7 @@ import { executionAsyncResource } from 'node:async_hooks';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
+  RequestAbandoned,
   RequestScope,
   currentRequestScope,
   detachedFromRequest,
@@ -111,5 +112,17 @@ describe('request scopes (AsyncLocalStorage enabled only while a scope can be cu
     for (const s of seen) expect(s).toBe(scope);
     await runWithSignal(new AbortController().signal, scopeAfterHops);
     expect(await promisesTracked()).toBe(true);
+  });
+});
+
+describe('a request scope with a deadline', () => {
+  // No timer is involved: the clock is read at each check, so a deadline already behind us refuses
+  // the very first statement even if nothing has aborted the signal (synchronous SQLite work).
+  it('refuses once the clock has reached the deadline, though the signal is not aborted', () => {
+    const signal = new AbortController().signal;
+    expect(() => new RequestScope(signal, Date.now() - 1).throwIfAbandoned()).toThrow(RequestAbandoned);
+    expect(() => new RequestScope(signal, Date.now() - 1).beforeCommit()).toThrow(RequestAbandoned);
+    expect(() => new RequestScope(signal, Date.now() + 60_000).throwIfAbandoned()).not.toThrow();
+    expect(() => new RequestScope(signal).throwIfAbandoned()).not.toThrow();
   });
 });

@@ -432,12 +432,12 @@ describe('UserService', () => {
       await t.user('viewer');
       const all = await t.core.users.list({ role: 'viewer', limit: 1000 });
       const seen: string[] = [];
-      let afterId: string | undefined;
+      let cursor: string | undefined;
       for (;;) {
-        const page = await t.core.users.page({ role: 'viewer', afterId, limit: 1 });
+        const page = await t.core.users.page({ role: 'viewer', cursor, limit: 1 });
         if (page.length === 0) break;
         seen.push(...page.map((u) => u.id));
-        afterId = page.at(-1)!.id;
+        cursor = page.at(-1)!.id;
       }
       expect(seen).toEqual(all.map((u) => u.id));
       expect([...seen].sort()).toEqual(seen);
@@ -447,6 +447,10 @@ describe('UserService', () => {
       expect(
         (await rejection(t.core.users.page({ limit: 5, role: 'owner' as never }))).details[0]!.field,
       ).toBe('role');
+      const badCursor = await rejection(t.core.users.page({ limit: 5, cursor: 'garbage' }));
+      expect(badCursor.details).toEqual([
+        { field: 'cursor', message: expect.any(String), code: 'invalid_cursor' },
+      ]);
     });
   });
 });

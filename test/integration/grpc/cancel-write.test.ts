@@ -3,6 +3,7 @@ import { StatementGate } from '../../helpers/statement-gate.js';
 import {
   grpc,
   handledMetrics,
+  rawUnary,
   startGrpcAtrium,
   unary,
   type GrpcAtrium,
@@ -85,5 +86,35 @@ describe('gRPC UpdateUser past its deadline', () => {
     expect(error).toBeNull();
     expect(value?.name).toBe('In Time');
     expect((await stored()).last_name).toBe('Time');
+  });
+
+  // better-sqlite3 answers synchronously, so grpc-js's deadline timer cannot fire before such a
+  // call has committed: the server must compare the deadline itself before every statement.
+  it.each(['1n', '1u', '0m'])(
+    'stores nothing for a call whose grpc-timeout (%s) is spent on arrival, and answers DEADLINE_EXCEEDED',
+    async (timeout) => {
+      const before = await stored();
+      const eventsBefore = await updateEvents();
+      const result = await rawUnary(
+        atrium.address,
+        'UpdateUser',
+        { user_id: member.userId, name: `Expired ${timeout}`, update_mask: { paths: ['name'] } },
+        { ...member.headers, 'grpc-timeout': timeout },
+      );
+      expect(result.code).toBe(status.DEADLINE_EXCEEDED);
+      expect(await stored()).toEqual(before);
+      expect(await updateEvents()).toBe(eventsBefore);
+    },
+  );
+
+  it('still commits a raw call whose grpc-timeout leaves time', async () => {
+    const result = await rawUnary(
+      atrium.address,
+      'UpdateUser',
+      { user_id: member.userId, name: 'Raw Intime', update_mask: { paths: ['name'] } },
+      { ...member.headers, 'grpc-timeout': '60S' },
+    );
+    expect(result.code).toBe(status.OK);
+    expect((await stored()).last_name).toBe('Intime');
   });
 });

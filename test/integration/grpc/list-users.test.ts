@@ -144,6 +144,67 @@ describe('gRPC ListUsers: a server stream', () => {
     expect(richStatus(limit.error!).fieldViolations.map((v) => v.field)).toEqual(['limit']);
   });
 
+  it('refuses a cursor that is not a user id with INVALID_ARGUMENT naming cursor, with the other problems', async () => {
+    for (const cursor of [
+      'garbage',
+      'usr_' + 'a'.repeat(5_000),
+      `${member.userId}x`,
+      all[0]!.id.toUpperCase(),
+    ]) {
+      const { error, messages } = await collect(client, 'ListUsers', { limit: 2, cursor }, member.headers);
+      expect(messages).toEqual([]);
+      expect(error?.code, cursor.slice(0, 12)).toBe(status.INVALID_ARGUMENT);
+      expect(richStatus(error!).fieldViolations.map((v) => [v.field, v.reason])).toEqual([
+        ['cursor', 'invalid_cursor'],
+      ]);
+      // The value is not repeated: status messages stay short.
+      expect(error!.details.length).toBeLessThan(200);
+      expect(JSON.stringify(richStatus(error!))).not.toContain(cursor);
+    }
+    const all3 = await collect(
+      client,
+      'ListUsers',
+      { limit: -1, role: 'owner', cursor: 'x' },
+      member.headers,
+    );
+    expect(richStatus(all3.error!).fieldViolations.map((v) => v.field)).toEqual(['limit', 'role', 'cursor']);
+  });
+
+  it('resumes after a well-formed cursor of no user (deleted, or never issued) by its place in id order', async () => {
+    const members = all.filter((u) => u.role === 'member').map((u) => u.id);
+    const gone = members[3]!;
+    await atrium.services.store.db
+      .updateTable('users')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('id', '=', gone)
+      .execute();
+    try {
+      const after = await collect<UserMessage>(
+        client,
+        'ListUsers',
+        { limit: 2, role: 'member', cursor: gone },
+        member.headers,
+      );
+      expect(after.error).toBeUndefined();
+      expect(after.messages.map((m) => m.id)).toEqual(members.slice(4, 6));
+    } finally {
+      await atrium.services.store.db
+        .updateTable('users')
+        .set({ deleted_at: null })
+        .where('id', '=', gone)
+        .execute();
+    }
+    // An id later than every user's: the listing is complete, nothing follows.
+    const late = await collect<UserMessage>(
+      client,
+      'ListUsers',
+      { cursor: 'usr_zzzzzzzzzzzzzzzzzzzzzzzzzz' },
+      member.headers,
+    );
+    expect(late.error).toBeUndefined();
+    expect(late.messages).toEqual([]);
+  });
+
   it('needs credentials', async () => {
     const { error } = await collect(client, 'ListUsers', {});
     expect(error?.code).toBe(status.UNAUTHENTICATED);

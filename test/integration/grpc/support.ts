@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -216,3 +217,55 @@ export function bufCurl(address: string, path: string, args: string[] = []): Pro
 }
 
 export { grpc, root };
+
+export interface RawGrpcResult {
+  /** grpc-status from the trailers (or from the headers of a trailers-only answer). */
+  code: number | undefined;
+  message: string | undefined;
+}
+
+/**
+ * One unary call over a bare node:http2 session, for what no grpc-js client sends: a `grpc-timeout`
+ * already spent on arrival (`1n`, `0m`). The request is serialised by proto-loader from the proto,
+ * as the grpc-js client would.
+ */
+export function rawUnary(
+  address: string,
+  method: string,
+  request: object,
+  headers: Record<string, string> = {},
+): Promise<RawGrpcResult> {
+  const service = definition['users.v1.UserService'] as Record<
+    string,
+    { requestSerialize: (value: object) => Buffer }
+  >;
+  const body = service[method]!.requestSerialize(request);
+  const frame = Buffer.alloc(5 + body.length);
+  frame.writeUInt32BE(body.length, 1);
+  body.copy(frame, 5);
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://${address}`);
+    session.on('error', reject);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': `/users.v1.UserService/${method}`,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...headers,
+    });
+    const result: RawGrpcResult = { code: undefined, message: undefined };
+    const read = (h: http2.IncomingHttpHeaders) => {
+      if (h['grpc-status'] !== undefined) result.code = Number(h['grpc-status']);
+      if (typeof h['grpc-message'] === 'string') result.message = decodeURIComponent(h['grpc-message']);
+    };
+    stream.on('response', read);
+    stream.on('trailers', read);
+    stream.on('data', () => {});
+    stream.on('error', reject);
+    stream.on('close', () => {
+      session.close();
+      resolve(result);
+    });
+    stream.end(frame);
+  });
+}

@@ -112,6 +112,22 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect(own.error?.code).toBe(status.UNAUTHENTICATED);
     });
 
+    it('answers NOT_FOUND without repeating an id that cannot be one, however long (no hang)', async () => {
+      // 500k characters fit the 1 MiB request limit, but not a status: echoed into grpc-message
+      // the trailers were too large and the client never got a status.
+      for (const userId of ['nope', 'usr_' + 'a'.repeat(1_000), 'usr_' + 'a'.repeat(500_000)]) {
+        const { error } = await unary(client, 'GetUser', { user_id: userId }, admin.headers, {
+          deadline: Date.now() + 30_000,
+        });
+        expect(error?.code, userId.slice(0, 10)).toBe(status.NOT_FOUND);
+        expect(error?.details).toBe('User not found.');
+      }
+      // A well-formed id is 30 characters: it is named.
+      const wellFormed = 'usr_00000000000000000000000000';
+      const { error } = await unary(client, 'GetUser', { user_id: wellFormed }, admin.headers);
+      expect(error?.details).toBe(`User ${wellFormed} not found.`);
+    });
+
     it('answers PERMISSION_DENIED to a member reading someone else', async () => {
       const { error } = await unary(client, 'GetUser', { user_id: other.userId }, member.headers);
       expect(error?.code).toBe(status.PERMISSION_DENIED);
@@ -284,6 +300,47 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       ]);
       expect(violations[0]!.description).toBe('name must not be blank');
       expect((await atrium.services.core.users.get(member.userId)).name).toBe('Ada Lovelace');
+    });
+
+    it('reports the request problems and the value problems together, once each', async () => {
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        {
+          user_id: '',
+          name: '',
+          email: 'x',
+          role: 'q',
+          update_mask: { paths: ['name', 'email', 'role', 'zzz'] },
+        },
+        admin.headers,
+      );
+      expect(error?.code).toBe(status.INVALID_ARGUMENT);
+      expect(richStatus(error!).fieldViolations.map((v) => [v.field, v.reason])).toEqual([
+        ['user_id', 'required'],
+        ['update_mask.paths', 'unknown_field'],
+        ['name', 'range_error'],
+        ['email', 'invalid'],
+        ['role', 'invalid_enum'],
+      ]);
+    });
+
+    it('keeps the status short however many or long the unknown mask paths are', async () => {
+      const long = 'p'.repeat(100_000);
+      const many = Array.from({ length: 50_000 }, (_, i) => `f${i}`);
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        { user_id: member.userId, name: 'A B', update_mask: { paths: ['name', long, ...many] } },
+        admin.headers,
+        { deadline: Date.now() + 10_000 },
+      );
+      expect(error?.code).toBe(status.INVALID_ARGUMENT);
+      const violations = richStatus(error!).fieldViolations;
+      expect(violations.every((v) => v.field === 'update_mask.paths')).toBe(true);
+      expect(violations.length).toBeLessThanOrEqual(11);
+      expect(violations.at(-1)!.description).toMatch(/and 49991 more unknown fields/);
+      expect(JSON.stringify(violations).length).toBeLessThan(4_000);
     });
 
     it('refuses an empty user_id with INVALID_ARGUMENT', async () => {

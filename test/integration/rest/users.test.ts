@@ -101,6 +101,12 @@ describe('User REST API', () => {
       }
     });
 
+    it('answers 404 for an id that cannot be a user id, without repeating it (as gRPC and GraphQL do)', async () => {
+      const res = await get(`/v1/users/usr_${'x'.repeat(150)}`, admin.headers);
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toMatchObject({ error: 'NOT_FOUND', message: 'User not found.' });
+    });
+
     it('refuses unknown, revoked and malformed keys with one identical 401 invalid_api_key body', async () => {
       const revoked = await atrium.caller();
       await atrium.services.apiKeys.revoke(revoked.keyId);
