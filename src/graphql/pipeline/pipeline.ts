@@ -97,7 +97,9 @@ function maskError(services: Services, isDev: boolean) {
     const mapped = toGraphQLError(error);
     if (mapped instanceof GraphQLError) {
       const original = mapped.originalError;
-      if (!original || original instanceof GraphQLError || original instanceof DomainError) return mapped;
+      if (!original || original instanceof GraphQLError || original instanceof DomainError) {
+        return isDev ? mapped : withoutOriginalError(mapped);
+      }
     }
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
     services.logger.error({ err: cause }, 'graphql operation failed');
@@ -115,6 +117,23 @@ function maskError(services: Services, isDev: boolean) {
       },
     });
   };
+}
+
+/**
+ * Yoga writes the cause of some request errors into `extensions.originalError` itself (the
+ * SyntaxError of a malformed JSON body); outside development that is taken out like any other cause.
+ */
+function withoutOriginalError(error: GraphQLError): GraphQLError {
+  if (!error.extensions || !('originalError' in error.extensions)) return error;
+  const { originalError: _cause, ...extensions } = error.extensions;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
 }
 
 let graphiqlPage: string | undefined;
