@@ -122,10 +122,15 @@ function maskError(services: Services, isDev: boolean) {
 /**
  * Yoga writes the cause of some request errors into `extensions.originalError` itself (the
  * SyntaxError of a malformed JSON body); outside development that is taken out like any other cause.
+ * Yoga also reads that very extension to answer such an error 400 rather than 200 under
+ * `Accept: application/json` (`http.spec` errors are otherwise 200 there), so the error's status is
+ * kept by marking it as not a spec one: 400 whatever the client accepts, as before.
  */
 function withoutOriginalError(error: GraphQLError): GraphQLError {
   if (!error.extensions || !('originalError' in error.extensions)) return error;
   const { originalError: _cause, ...extensions } = error.extensions;
+  const http = extensions.http as { spec?: boolean } | undefined;
+  if (http?.spec) extensions.http = { ...http, spec: false };
   return new GraphQLError(error.message, {
     nodes: error.nodes,
     source: error.source,

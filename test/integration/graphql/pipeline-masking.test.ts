@@ -80,10 +80,10 @@ describe('an unexpected resolver failure in production is masked on every transp
 });
 
 describe('a request error Yoga explains itself shows no cause outside development', () => {
-  const post = (base: string) =>
+  const post = (base: string, accept = 'application/graphql-response+json') =>
     fetch(`${base}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+      headers: { 'content-type': 'application/json', accept },
       body: '{"query":',
     });
 
@@ -92,11 +92,15 @@ describe('a request error Yoga explains itself shows no cause outside developmen
     async (env) => {
       const atrium = await startTestAtrium({ NODE_ENV: env, LOG_LEVEL: 'fatal' });
       try {
-        const res = await post((await atrium.listen()).httpUrl!);
-        expect(res.status).toBe(400);
-        expect(await res.json()).toEqual({
-          errors: [{ message: 'POST body sent invalid JSON.', extensions: { code: 'BAD_REQUEST' } }],
-        });
+        // Under application/json too: Yoga's status for it read the extension that is now gone.
+        const base = (await atrium.listen()).httpUrl!;
+        for (const accept of ['application/graphql-response+json', 'application/json']) {
+          const res = await post(base, accept);
+          expect(res.status, accept).toBe(400);
+          expect(await res.json()).toEqual({
+            errors: [{ message: 'POST body sent invalid JSON.', extensions: { code: 'BAD_REQUEST' } }],
+          });
+        }
       } finally {
         await atrium.stop();
       }
