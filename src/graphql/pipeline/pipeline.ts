@@ -1,6 +1,7 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
+  type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
   getOperationAST,
@@ -80,11 +81,29 @@ export interface GraphQLPipeline {
   observer: OperationObserver;
 }
 
-/** Credentials refused: the GraphQL error, with 401 for HTTP transports. */
+/**
+ * Credentials refused: the GraphQL error, with 401 and the `WWW-Authenticate` challenge REST sends
+ * (`Bearer error="invalid_token", ...` from the core's error, else `Bearer`) for HTTP transports.
+ */
 export function unauthenticatedError(err: unknown): GraphQLError {
   const mapped = toGraphQLError(err);
   const message = mapped instanceof Error ? mapped.message : 'The credentials are not valid.';
-  return new GraphQLError(message, { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+  const challenge = err instanceof DomainError ? err.meta.wwwAuthenticate : undefined;
+  const headers = { 'WWW-Authenticate': typeof challenge === 'string' ? challenge : 'Bearer' };
+  return new GraphQLError(message, {
+    extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers } },
+  });
+}
+
+/** A document that does not parse: GRAPHQL_PARSE_FAILED, as Yoga codes it on POST and GET. */
+function parseFailed(err: unknown): unknown {
+  if (!(err instanceof GraphQLError) || err.extensions.code !== undefined) return err;
+  return new GraphQLError(err.message, {
+    source: err.source,
+    positions: err.positions,
+    originalError: err.originalError,
+    extensions: { ...err.extensions, code: 'GRAPHQL_PARSE_FAILED' },
+  });
 }
 
 /**
@@ -228,7 +247,12 @@ export function createPipeline(
     try {
       const query = await persisted.resolve(params);
       const enveloped = yoga.getEnveloped({ ...initialContext, params: { ...params, query } } as never);
-      const document = enveloped.parse(query);
+      let document: DocumentNode;
+      try {
+        document = enveloped.parse(query);
+      } catch (err) {
+        throw parseFailed(err);
+      }
       const errors = enveloped.validate(enveloped.schema, document);
       if (errors.length > 0) return { errors };
       const operationName = params.operationName ?? undefined;
