@@ -3,6 +3,7 @@ import { getOperationAST, GraphQLError } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/fastify';
 import type { Services } from '../../compose.js';
 import { headerValue } from '../../http/auth.js';
+import { writesOwnAccessLine } from '../../http/plugins/access-log.js';
 import {
   envelopedExecute,
   envelopedSubscribe,
@@ -110,17 +111,14 @@ export function registerSse(
     method: ['GET', 'POST', 'PUT', 'DELETE'],
     schema: { hide: true },
     // A stream lives as long as its subscription: the 30 s request deadline does not apply.
-    config: { noTimeout: true },
+    // The access line is written below once the stream ends, however it ends (a stream the client
+    // drops never "finishes" for Fastify's onResponse): the global access log leaves it out.
+    config: { noTimeout: true, ownAccessLog: true },
     handler: async (req, reply) => {
+      writesOwnAccessLine(req);
       // The scope hands bodies over unparsed (a Buffer): graphql-sse reads a string and parses it.
       if (Buffer.isBuffer(req.body))
         (req as { body: unknown }).body = req.body.length ? req.body.toString('utf8') : undefined;
-      // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
-      const badJson = unparsable(req);
-      if (badJson) {
-        reply.hijack();
-        return invalidJson(reply, badJson);
-      }
       reply.hijack();
       // A stream ended by shutdown or by the client may still be written to once by graphql-sse;
       // that write fails on the response, and must not become the process's uncaught error.
@@ -128,7 +126,10 @@ export function registerSse(
       open.add(reply);
       const started = process.hrtime.bigint();
       try {
-        await handler(req, reply);
+        // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
+        const badJson = unparsable(req);
+        if (badJson) invalidJson(reply, badJson);
+        else await handler(req, reply);
       } catch (err) {
         if (reply.raw.writableEnded) return;
         services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
@@ -144,6 +145,7 @@ export function registerSse(
           {
             method: req.method,
             route: '/graphql/stream',
+            ip: req.ip,
             status: reply.raw.statusCode,
             ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
           },
