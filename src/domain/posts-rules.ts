@@ -3,7 +3,7 @@ import { isAdmin } from './actor.js';
 import type { Tx } from './context.js';
 import { DomainError, forbidden } from './errors.js';
 import type { Problems } from './errors.js';
-import { checkText } from './validate.js';
+import { checkText, parseIsoDateTime } from './validate.js';
 
 /**
  * Rules posts and comments share: who may write content, and the checks on the author and on
@@ -64,21 +64,20 @@ export function checkId(value: unknown, field: string, problems: Problems): valu
   return false;
 }
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
-
 /**
  * An ISO 8601 date-time with a zone (or a Date), as the UTC string with milliseconds that the store
- * keeps; null passes through (no date). Anything else is a problem on `field`.
+ * keeps; null passes through (no date). Anything else, an impossible date such as Feb 30 included,
+ * is a problem on `field`.
  */
 export function readDateTime(value: unknown, field: string, problems: Problems): string | null | undefined {
   if (value === null) return null;
   const ms =
-    value instanceof Date
-      ? value.getTime()
-      : typeof value === 'string' && ISO_DATE_TIME.test(value)
-        ? Date.parse(value)
-        : Number.NaN;
-  if (Number.isNaN(ms)) {
+    value instanceof Date ? value.getTime() : typeof value === 'string' ? parseIsoDateTime(value) : 'not_iso';
+  if (ms === 'not_real') {
+    problems.add(field, `${field} is not a real date`, 'invalid_datetime');
+    return undefined;
+  }
+  if (typeof ms !== 'number' || Number.isNaN(ms)) {
     problems.add(field, `${field} must be an ISO 8601 date-time with a time zone`, 'invalid_datetime');
     return undefined;
   }

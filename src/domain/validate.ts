@@ -40,3 +40,37 @@ export function splitName(name: string): { firstName: string | null; lastName: s
 export function joinName(firstName: string | null, lastName: string | null): string {
   return [firstName, lastName].filter((p): p is string => p !== null && p !== '').join(' ');
 }
+
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/i;
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * The one reader of date-time input for every surface: an ISO 8601 date-time with a zone (`Z` or
+ * `+02:00`), as milliseconds since the epoch. `not_iso` when the text has another shape (no zone,
+ * `yesterday`); `not_real` when it has the shape but names no real instant: a day the month does not
+ * have (Feb 30, Apr 31, Feb 29 outside leap years), month 13, 24:00, second 60, an offset past 23:59.
+ * `Date.parse` alone rolls Feb 30 over into March, so each part is checked before it is asked.
+ */
+export function parseIsoDateTime(value: string): number | 'not_iso' | 'not_real' {
+  const m = ISO_DATE_TIME.exec(value);
+  if (!m) return 'not_iso';
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const offsetHours = m[7] === undefined ? 0 : Number(m[7]);
+  const offsetMinutes = m[8] === undefined ? 0 : Number(m[8]);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return 'not_real';
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return 'not_real';
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? 'not_real' : ms;
+}

@@ -71,6 +71,17 @@ describe('PostService', () => {
       expect(err.details.find((d) => d.field === 'body')?.code).toBe('range_error');
     });
 
+    it('refuses a date that does not exist (Feb 30) instead of rolling it into March', async () => {
+      for (const publishAt of ['2026-02-30T00:00:00Z', '2026-04-31T12:00:00Z', '2026-02-29T00:00:00Z']) {
+        const err = await rejection(
+          t.core.posts.create(author, { title: 't', body: 'b', authorId: author.id, publishAt }),
+        );
+        expect(err.details, publishAt).toEqual([
+          { field: 'publishAt', message: 'publishAt is not a real date', code: 'invalid_datetime' },
+        ]);
+      }
+    });
+
     it('accepts the limits exactly: title of 200, body of 50,000, 20 tags of 50 characters', async () => {
       const post = await t.core.posts.create(author, {
         title: 't'.repeat(200),

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkEmail, checkText, HANDLE, joinName, splitName } from '../../src/domain/validate.js';
+import {
+  checkEmail,
+  checkText,
+  HANDLE,
+  joinName,
+  parseIsoDateTime,
+  splitName,
+} from '../../src/domain/validate.js';
 
 describe('checkEmail', () => {
   it('accepts ordinary addresses', () => {
@@ -74,5 +81,39 @@ describe('names', () => {
     expect(joinName('Ada', 'King Lovelace')).toBe('Ada King Lovelace');
     expect(joinName('Plato', null)).toBe('Plato');
     expect(joinName(null, '')).toBe('');
+  });
+});
+
+describe('parseIsoDateTime', () => {
+  it('reads ISO 8601 date-times with a zone, leap days of leap years included', () => {
+    expect(parseIsoDateTime('2026-11-01T09:30:00.000Z')).toBe(Date.UTC(2026, 10, 1, 9, 30));
+    expect(parseIsoDateTime('2026-01-02T03:04:05+02:00')).toBe(Date.UTC(2026, 0, 2, 1, 4, 5));
+    expect(parseIsoDateTime('2024-02-29T00:00Z')).toBe(Date.UTC(2024, 1, 29));
+    expect(parseIsoDateTime('2000-02-29T23:59:59Z')).toBe(Date.UTC(2000, 1, 29, 23, 59, 59));
+  });
+
+  it('refuses dates and times that do not exist instead of rolling them over', () => {
+    for (const bad of [
+      '2026-02-30T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+      '2026-02-29T00:00:00Z',
+      '1900-02-29T00:00:00Z',
+      '2026-13-45T00:00:00Z',
+      '2026-00-10T00:00:00Z',
+      '2026-01-00T00:00:00Z',
+      '2026-01-01T24:00:00Z',
+      '2026-01-01T23:60:00Z',
+      '2026-01-01T23:59:60Z',
+      '2026-01-01T00:00:00+24:00',
+      '2026-01-01T00:00:00+01:60',
+    ]) {
+      expect(parseIsoDateTime(bad), bad).toBe('not_real');
+    }
+  });
+
+  it('refuses other shapes', () => {
+    for (const bad of ['yesterday', '2026-01-02T03:04:05', '2026-01-02', '', '2026-1-2T00:00Z']) {
+      expect(parseIsoDateTime(bad), bad).toBe('not_iso');
+    }
   });
 });

@@ -30,7 +30,8 @@ export function jitPlugin(): Plugin {
   return {
     onExecute({ args, setExecuteFn }) {
       const compiled = compiledFor(args);
-      if (compiled) setExecuteFn((a) => runCompiled(compiled, a));
+      // The variables plugin before this one has already refused any bad variable.
+      if (compiled) setExecuteFn((a) => runCompiled(compiled, a, false));
     },
   };
 }
@@ -38,7 +39,7 @@ export function jitPlugin(): Plugin {
 /** Runs `args` compiled when it can be compiled (see above), through `fallback` otherwise. */
 export function executeCompiled(args: ExecutionArgs, fallback: Execute): unknown {
   const compiled = compiledFor(args);
-  return compiled ? runCompiled(compiled, args) : fallback(args);
+  return compiled ? runCompiled(compiled, args, true) : fallback(args);
 }
 
 /** A compiled query with the operation it runs (its variable definitions are read per request). */
@@ -88,16 +89,19 @@ function asksForSchema(document: DocumentNode): boolean {
 
 type Execute = (args: ExecutionArgs) => unknown;
 
-function runCompiled({ query, operation }: Compiled, args: ExecutionArgs): unknown {
-  // Variables are coerced by graphql-js first so a bad one is refused in graphql-js's own words;
-  // the compiled query then coerces the same raw values again.
-  const coerced = getVariableValues(
-    args.schema,
-    operation.variableDefinitions ?? [],
-    (args.variableValues ?? {}) as Record<string, unknown>,
-    { maxErrors: 50 },
-  );
-  if (coerced.errors) return { errors: coerced.errors };
+function runCompiled({ query, operation }: Compiled, args: ExecutionArgs, checkVariables: boolean): unknown {
+  // Variables are coerced by graphql-js first so a bad one is refused in graphql-js's own words
+  // (in the pipeline by ./variables.ts, before the budget); the compiled query then coerces the
+  // same raw values again.
+  if (checkVariables) {
+    const coerced = getVariableValues(
+      args.schema,
+      operation.variableDefinitions ?? [],
+      (args.variableValues ?? {}) as Record<string, unknown>,
+      { maxErrors: 50 },
+    );
+    if (coerced.errors) return { errors: coerced.errors };
+  }
   const result = query.query(args.rootValue, args.contextValue, args.variableValues ?? {});
   return isPromise(result)
     ? result.then((r) => asGraphQLJs(r, args.document))

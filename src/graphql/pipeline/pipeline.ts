@@ -1,6 +1,7 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
+  type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
   getOperationAST,
@@ -82,11 +83,29 @@ export interface GraphQLPipeline {
   observer: OperationObserver;
 }
 
-/** Credentials refused: the GraphQL error, with 401 for HTTP transports. */
+/**
+ * Credentials refused: the GraphQL error, with 401 and the `WWW-Authenticate` challenge REST sends
+ * (`Bearer error="invalid_token", ...` from the core's error, else `Bearer`) for HTTP transports.
+ */
 export function unauthenticatedError(err: unknown): GraphQLError {
   const mapped = toGraphQLError(err);
   const message = mapped instanceof Error ? mapped.message : 'The credentials are not valid.';
-  return new GraphQLError(message, { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+  const challenge = err instanceof DomainError ? err.meta.wwwAuthenticate : undefined;
+  const headers = { 'WWW-Authenticate': typeof challenge === 'string' ? challenge : 'Bearer' };
+  return new GraphQLError(message, {
+    extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers } },
+  });
+}
+
+/** A document that does not parse: GRAPHQL_PARSE_FAILED, as Yoga codes it on POST and GET. */
+function parseFailed(err: unknown): unknown {
+  if (!(err instanceof GraphQLError) || err.extensions.code !== undefined) return err;
+  return new GraphQLError(err.message, {
+    source: err.source,
+    positions: err.positions,
+    originalError: err.originalError,
+    extensions: { ...err.extensions, code: 'GRAPHQL_PARSE_FAILED' },
+  });
 }
 
 /**
@@ -99,7 +118,9 @@ function maskError(services: Services, isDev: boolean) {
     const mapped = toGraphQLError(error);
     if (mapped instanceof GraphQLError) {
       const original = mapped.originalError;
-      if (!original || original instanceof GraphQLError || original instanceof DomainError) return mapped;
+      if (!original || original instanceof GraphQLError || original instanceof DomainError) {
+        return isDev ? mapped : withoutOriginalError(mapped);
+      }
     }
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
     services.logger.error({ err: cause }, 'graphql operation failed');
@@ -117,6 +138,28 @@ function maskError(services: Services, isDev: boolean) {
       },
     });
   };
+}
+
+/**
+ * Yoga writes the cause of some request errors into `extensions.originalError` itself (the
+ * SyntaxError of a malformed JSON body); outside development that is taken out like any other cause.
+ * Yoga also reads that very extension to answer such an error 400 rather than 200 under
+ * `Accept: application/json` (`http.spec` errors are otherwise 200 there), so the error's status is
+ * kept by marking it as not a spec one: 400 whatever the client accepts, as before.
+ */
+function withoutOriginalError(error: GraphQLError): GraphQLError {
+  if (!error.extensions || !('originalError' in error.extensions)) return error;
+  const { originalError: _cause, ...extensions } = error.extensions;
+  const http = extensions.http as { spec?: boolean } | undefined;
+  if (http?.spec) extensions.http = { ...http, spec: false };
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
 }
 
 let graphiqlPage: string | undefined;
@@ -217,7 +260,12 @@ export function createPipeline(
     try {
       const query = await persisted.resolve(params);
       const enveloped = yoga.getEnveloped({ ...initialContext, params: { ...params, query } } as never);
-      const document = enveloped.parse(query);
+      let document: DocumentNode;
+      try {
+        document = enveloped.parse(query);
+      } catch (err) {
+        throw parseFailed(err);
+      }
       const errors = enveloped.validate(enveloped.schema, document);
       if (errors.length > 0) return { errors };
       const operationName = params.operationName ?? undefined;

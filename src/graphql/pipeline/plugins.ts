@@ -6,6 +6,7 @@ import { spendBudget } from './budget.js';
 import { jitPlugin } from './jit.js';
 import { complexityLimitRule, depthLimitRule } from './limits.js';
 import { noServiceSdlRule } from './schema-exposure.js';
+import { variablesPlugin } from './variables.js';
 
 /** A document of more tokens than this is refused while parsing (huge or padded documents). */
 export const MAX_TOKENS = 20_000;
@@ -18,8 +19,9 @@ export const MAX_TOKENS = 20_000;
  * - validate: depth ≤ 7 and complexity ≤ 1,000 beside graphql's own rules, and no introspection in
  *   production, federation's `_service { sdl }` included (whatever brought the document: a
  *   persisted hash included);
- * - execute / subscribe: the caller's complexity budget, before any resolver runs; queries then
- *   run compiled by graphql-jit (./jit.ts).
+ * - execute / subscribe: the variables, coerced once for every executor (./variables.ts), then the
+ *   caller's complexity budget, before any resolver runs; queries then run compiled by graphql-jit
+ *   (./jit.ts), which relies on the variables having been checked.
  */
 export function pipelinePlugins(options: {
   production: boolean;
@@ -50,5 +52,5 @@ export function pipelinePlugins(options: {
     },
   };
   // Last: it only replaces how a query executes, once the rules above have let it through.
-  return [limits, budget, jitPlugin()];
+  return [limits, variablesPlugin(), budget, jitPlugin()];
 }

@@ -1,30 +1,59 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { GraphQLError } from 'graphql';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { getOperationAST, GraphQLError } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/fastify';
 import type { Services } from '../../compose.js';
 import { headerValue } from '../../http/auth.js';
-import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
+import { writesOwnAccessLine } from '../../http/plugins/access-log.js';
+import {
+  envelopedExecute,
+  envelopedSubscribe,
+  type GraphQLPipeline,
+  unauthenticatedError,
+} from '../pipeline/pipeline.js';
+import { publicError, publicResult } from './public-errors.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
-
-/** An error as the client sees it: Yoga's internal `http` extension stays on the server. */
-function publicError(error: GraphQLError) {
-  const { http: _http, ...extensions } = error.extensions as Record<string, unknown>;
-  return { ...error.toJSON(), extensions };
-}
 
 /**
  * A request the pipeline refused, answered before any stream opens (as graphql-sse answers its own
  * request errors): 400, or the error's own 4xx status, with `{ errors }`.
  */
 function refusal(errors: readonly GraphQLError[]) {
-  const http = errors[0]?.extensions.http as { status?: number } | undefined;
+  const http = errors[0]?.extensions.http as
+    { status?: number; headers?: Record<string, string> } | undefined;
   const status = http?.status !== undefined && http.status >= 400 ? http.status : 400;
   const body = JSON.stringify({ errors: errors.map(publicError) });
-  return [
-    body,
-    { status, statusText: status === 400 ? 'Bad Request' : 'Refused', headers: JSON_HEADERS },
-  ] as never;
+  const headers = { ...JSON_HEADERS, ...http?.headers };
+  return [body, { status, statusText: status === 400 ? 'Bad Request' : 'Refused', headers }] as never;
+}
+
+/** A body or parameter that is not JSON: Yoga's status, code and words for the same on /graphql. */
+function invalidJson(reply: FastifyReply, message: string): void {
+  reply.raw.writeHead(400, JSON_HEADERS);
+  reply.raw.end(JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }));
+}
+
+/** What of the request is not JSON, in Yoga's words, or undefined when all of it parses. */
+function unparsable(req: FastifyRequest): string | undefined {
+  const parses = (text: string) => {
+    try {
+      JSON.parse(text);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (req.method === 'GET') {
+    const search = new URLSearchParams(req.url.split('?')[1] ?? '');
+    for (const name of ['variables', 'extensions']) {
+      const value = search.get(name);
+      if (value && !parses(value)) return `The ${name} parameter is not valid JSON.`;
+    }
+    return undefined;
+  }
+  const json = req.headers['content-type']?.includes('application/json');
+  if (json && typeof req.body === 'string' && !parses(req.body)) return 'POST body sent invalid JSON.';
+  return undefined;
 }
 
 /**
@@ -51,16 +80,10 @@ export function registerSse(
       try {
         principal = await pipeline.authenticate(credentials);
       } catch (err) {
-        pipeline.observer.rejected('sse', request.id, params.operationName, [err as GraphQLError]);
-        const body = JSON.stringify({
-          errors: [{ message: (err as Error).message, extensions: { code: 'UNAUTHENTICATED' } }],
-        });
-        const init = {
-          status: 401,
-          statusText: 'Unauthorized',
-          headers: { 'content-type': 'application/json; charset=utf-8' },
-        };
-        return [body, init] as never;
+        // The same error POST and GET answer: 401 with WWW-Authenticate.
+        const refused = err instanceof GraphQLError ? err : unauthenticatedError(err);
+        pipeline.observer.rejected('sse', request.id, params.operationName, [refused]);
+        return refusal([refused]);
       }
       const prepared = await pipeline.prepare(params, {
         transport: 'sse',
@@ -70,8 +93,19 @@ export function registerSse(
         requestId: request.id,
       });
       if ('errors' in prepared) return refusal(prepared.errors);
+      const { document, operationName } = prepared.args;
+      if (request.method === 'GET' && getOperationAST(document, operationName)?.operation === 'mutation') {
+        // graphql-sse would refuse it too, but without a code: Yoga's error for the same on GET /graphql.
+        const refused = new GraphQLError('Can only perform a mutation operation from a POST request.', {
+          extensions: { code: 'BAD_REQUEST', http: { status: 405, headers: { Allow: 'POST' } } },
+        });
+        pipeline.observer.rejected('sse', request.id, params.operationName, [refused]);
+        return refusal([refused]);
+      }
       return prepared.args as never;
     },
+    // Results without Yoga's HTTP instructions (`extensions.http`), as over WebSocket.
+    onNext: (_ctx, _req, result) => publicResult(result as never) as never,
   });
 
   app.route({
@@ -79,8 +113,11 @@ export function registerSse(
     method: ['GET', 'POST', 'PUT', 'DELETE'],
     schema: { hide: true },
     // A stream lives as long as its subscription: the 30 s request deadline does not apply.
-    config: { noTimeout: true },
+    // The access line is written below once the stream ends, however it ends (a stream the client
+    // drops never "finishes" for Fastify's onResponse): the global access log leaves it out.
+    config: { noTimeout: true, ownAccessLog: true },
     handler: async (req, reply) => {
+      writesOwnAccessLine(req);
       // The scope hands bodies over unparsed (a Buffer): graphql-sse reads a string and parses it.
       if (Buffer.isBuffer(req.body))
         (req as { body: unknown }).body = req.body.length ? req.body.toString('utf8') : undefined;
@@ -91,7 +128,10 @@ export function registerSse(
       open.add(reply);
       const started = process.hrtime.bigint();
       try {
-        await handler(req, reply);
+        // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
+        const badJson = unparsable(req);
+        if (badJson) invalidJson(reply, badJson);
+        else await handler(req, reply);
       } catch (err) {
         if (reply.raw.writableEnded) return;
         services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
@@ -107,6 +147,7 @@ export function registerSse(
           {
             method: req.method,
             route: '/graphql/stream',
+            ip: req.ip,
             status: reply.raw.statusCode,
             ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,
           },

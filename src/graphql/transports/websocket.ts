@@ -8,6 +8,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { genRequestId } from '../../http/plugins/request-context.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
+import { publicError, publicResult } from './public-errors.js';
 
 /** decisions §8: a connection has 10 s to send `connection_init`, else it is closed with 4408. */
 export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
@@ -73,6 +74,9 @@ export function attachWebSocket(
         const prepared = await pipeline.prepare(payload, caller);
         return 'errors' in prepared ? prepared.errors : prepared.args;
       },
+      // Refusals and results alike, without Yoga's HTTP instructions (`extensions.http`).
+      onError: (_ctx, _id, _payload, errors) => errors.map(publicError),
+      onNext: (_ctx, _id, _payload, _args, result) => publicResult(result),
     },
     wss,
   );

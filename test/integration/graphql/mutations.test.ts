@@ -77,6 +77,27 @@ describe('GraphQL mutations: payload errors for validation, GraphQL errors for a
     expect(missing.data).toBeUndefined();
   });
 
+  it('an impossible date (Feb 30, Apr 31, Feb 29 of 2026, 24:00) is refused, in variables and in the text', async () => {
+    for (const publishAt of [
+      '2026-02-30T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+      '2026-02-29T00:00:00Z',
+      '2026-01-01T24:00:00Z',
+    ]) {
+      const res = await create({ title: 'T', body: 'B', authorId: alice.userId, publishAt });
+      expect(res.data, publishAt).toBeUndefined();
+      expect(res.errors![0]!.message, publishAt).toContain(`DateTime ${publishAt} is not a real date.`);
+      expect(codes(res), publishAt).toEqual(['BAD_USER_INPUT']);
+      const inline = await s.gql(
+        `mutation { createPost(input: { title: "T", body: "B", authorId: "${alice.userId}", publishAt: "${publishAt}" }) { post { id } } }`,
+        {},
+        alice.headers,
+      );
+      expect(inline.data, publishAt).toBeUndefined();
+      expect(inline.errors![0]!.message, publishAt).toContain('is not a real date');
+    }
+  });
+
   it('createPost: no credentials is UNAUTHENTICATED; as someone else or as a viewer is FORBIDDEN', async () => {
     const anon = await create({ title: 'T', body: 'B', authorId: alice.userId }, null);
     expect(anon.data).toBeNull();

@@ -79,6 +79,50 @@ describe('an unexpected resolver failure in production is masked on every transp
   });
 });
 
+describe('a request error Yoga explains itself shows no cause outside development', () => {
+  const post = (base: string, accept = 'application/graphql-response+json') =>
+    fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept },
+      body: '{"query":',
+    });
+
+  it.each(['production', 'test'])(
+    '%s: malformed JSON is BAD_REQUEST without extensions.originalError',
+    async (env) => {
+      const atrium = await startTestAtrium({ NODE_ENV: env, LOG_LEVEL: 'fatal' });
+      try {
+        // Under application/json too: Yoga's status for it read the extension that is now gone.
+        const base = (await atrium.listen()).httpUrl!;
+        for (const accept of ['application/graphql-response+json', 'application/json']) {
+          const res = await post(base, accept);
+          expect(res.status, accept).toBe(400);
+          expect(await res.json()).toEqual({
+            errors: [{ message: 'POST body sent invalid JSON.', extensions: { code: 'BAD_REQUEST' } }],
+          });
+        }
+      } finally {
+        await atrium.stop();
+      }
+    },
+  );
+
+  it('development: the cause comes along as extensions.originalError', async () => {
+    const atrium = await startTestAtrium({ NODE_ENV: 'development', LOG_LEVEL: 'fatal' });
+    try {
+      const res = await post((await atrium.listen()).httpUrl!);
+      const body = (await res.json()) as { errors: Array<{ extensions: Record<string, unknown> }> };
+      expect(res.status).toBe(400);
+      expect(body.errors[0]!.extensions).toMatchObject({
+        code: 'BAD_REQUEST',
+        originalError: { name: 'SyntaxError', message: expect.any(String) },
+      });
+    } finally {
+      await atrium.stop();
+    }
+  });
+});
+
 describe('an unexpected resolver failure in development shows its cause', () => {
   let atrium: TestAtrium;
   let base: string;

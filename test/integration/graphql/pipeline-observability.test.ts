@@ -147,6 +147,29 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
     }
   });
 
+  it('writes one access line per SSE request, with the address like every other request', async () => {
+    const reqId = 'sse-access-once';
+    const a = await runOver('SSE', base, { query: '{ __typename }' }, {
+      'x-api-key': key,
+      'x-request-id': reqId,
+    } as never);
+    expect(a.data).toEqual({ __typename: 'Query' });
+    // A later request's line: by then the SSE request's lines, however many, are written too.
+    await fetch(`${base}/healthz`, { headers: { 'x-request-id': 'sse-access-after' } });
+    await expect
+      .poll(() => log.lines.some((l) => l.msg === 'request' && l.reqId === 'sse-access-after'))
+      .toBe(true);
+    const lines = log.lines.filter((l) => l.msg === 'request' && l.reqId === reqId);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        route: '/graphql/stream',
+        method: 'POST',
+        status: 200,
+        ip: expect.any(String),
+      }),
+    ]);
+  });
+
   it('names the metrics in the exposition with their help text', async () => {
     const text = await (await fetch(`${base}/metrics`)).text();
     expect(text).toContain('# TYPE atrium_graphql_operations_total counter');

@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { type Answer, codesOf, runOver, TRANSPORTS } from './transports.js';
+
+/**
+ * One error shape whatever runs the operation and whatever carries it: a bad variable is refused
+ * with the same words, `extensions.code` and HTTP status whether graphql-jit (queries) or Yoga's
+ * executor (mutations, introspection, subscriptions) would have run it.
+ */
+
+const BAD = { a: 1 };
+const OPERATIONS = {
+  'query (graphql-jit)': 'query($id: ID!) { user(id: $id) { id } }',
+  'mutation (graphql-js)': 'mutation($id: ID!) { deletePost(id: $id) { deletedPostId } }',
+  'introspection (graphql-js)': 'query($id: String!) { __type(name: $id) { name } }',
+};
+const WORDS = 'Variable "$id" got invalid value { a: 1 }';
+
+describe('a bad variable is refused alike on every execution path and transport', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  let caller: Awaited<ReturnType<TestAtrium['caller']>>;
+
+  beforeAll(async () => {
+    atrium = await startTestAtrium();
+    base = (await atrium.listen()).httpUrl!;
+    caller = await atrium.caller({ handle: 'errorshapes' });
+  });
+  afterAll(async () => atrium?.stop());
+
+  describe.each(Object.entries(OPERATIONS))('%s', (_name, query) => {
+    it.each(['application/graphql-response+json', 'application/json'])(
+      'POST (accept %s): 400, no data, BAD_USER_INPUT',
+      async (accept) => {
+        const res = await fetch(`${base}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept, ...caller.headers },
+          body: JSON.stringify({ query, variables: { id: BAD } }),
+        });
+        const body = (await res.json()) as Answer;
+        expect(res.status).toBe(400);
+        expect(body.data).toBeUndefined();
+        expect(body.errors).toHaveLength(1);
+        expect(body.errors![0]!.message).toContain(WORDS);
+        expect(body.errors![0]!.extensions).toEqual({ code: 'BAD_USER_INPUT' });
+      },
+    );
+
+    it.each(TRANSPORTS)('%s: no data, BAD_USER_INPUT in the same words', async (transport) => {
+      if (transport === 'GET' && query.startsWith('mutation')) return; // GET runs no mutation (405)
+      const a = await runOver(transport, base, { query, variables: { id: BAD } }, caller.headers);
+      if (transport === 'POST' || transport === 'GET') expect(a.status).toBe(400);
+      expect(a.data).toBeUndefined();
+      expect(codesOf(a)).toEqual(['BAD_USER_INPUT']);
+      expect(a.errors![0]!.message).toContain(WORDS);
+    });
+  });
+
+  it.each(['WS', 'SSE'] as const)(
+    '%s: a subscription says it in the same words and code',
+    async (transport) => {
+      const query = 'subscription($id: ID!) { commentAdded(postId: $id) { id } }';
+      const a = await runOver(transport, base, { query, variables: { id: BAD } }, caller.headers);
+      expect(a.data).toBeUndefined();
+      expect(codesOf(a)).toEqual(['BAD_USER_INPUT']);
+      expect(a.errors![0]!.message).toContain(WORDS);
+    },
+  );
+});
+
+describe('errors over WebSocket and SSE have the shape they have over HTTP', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium();
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => atrium?.stop());
+
+  const unknownHash = (t: string) => ({
+    persistedQuery: { version: 1, sha256Hash: sha256Hex(`{ unknown${t}: __typename }`) },
+  });
+
+  it.each(TRANSPORTS)('%s: { message, extensions: { code } } only, no extensions.http', async (transport) => {
+    const cases: Array<[Parameters<typeof runOver>[2], string]> = [
+      [{ query: '{ nope }' }, 'GRAPHQL_VALIDATION_FAILED'],
+      [{ query: '{ me { id ' }, 'GRAPHQL_PARSE_FAILED'],
+      [{ extensions: unknownHash(transport) }, 'PERSISTED_QUERY_NOT_FOUND'],
+      [{ query: 'query($id: ID!) { user(id: $id) { id } }', variables: { id: BAD } }, 'BAD_USER_INPUT'],
+    ];
+    for (const [op, code] of cases) {
+      const a = await runOver(transport, base, op);
+      expect(a.data, code).toBeUndefined();
+      expect(
+        a.errors!.map((e) => e.extensions),
+        code,
+      ).toEqual([{ code }]);
+    }
+  });
+
+  it('SSE: malformed JSON is 400 BAD_REQUEST in the words POST uses', async () => {
+    const res = await fetch(`${base}/graphql/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: '{"query":',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      errors: [{ message: 'POST body sent invalid JSON.', extensions: { code: 'BAD_REQUEST' } }],
+    });
+    const get = await fetch(
+      `${base}/graphql/stream?query=${encodeURIComponent('{ __typename }')}&variables=%7B`,
+      {
+        headers: { accept: 'text/event-stream' },
+      },
+    );
+    expect(get.status).toBe(400);
+    expect(await get.json()).toEqual({
+      errors: [
+        { message: 'The variables parameter is not valid JSON.', extensions: { code: 'BAD_REQUEST' } },
+      ],
+    });
+  });
+
+  it('SSE: a mutation over GET is 405 BAD_REQUEST, as on GET /graphql', async () => {
+    const query = encodeURIComponent('mutation { deletePost(id: "pst_x") { deletedPostId } }');
+    const res = await fetch(`${base}/graphql/stream?query=${query}`, {
+      headers: { accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(await res.json()).toEqual({
+      errors: [
+        {
+          message: 'Can only perform a mutation operation from a POST request.',
+          extensions: { code: 'BAD_REQUEST' },
+        },
+      ],
+    });
+  });
+
+  it.each(['POST', 'GET', 'SSE'] as const)(
+    '%s: a refused bearer token is 401 with WWW-Authenticate',
+    async (t) => {
+      const query = encodeURIComponent('{ me { id } }');
+      const headers = { authorization: 'Bearer abc.def.ghi', accept: 'application/json' };
+      const res =
+        t === 'POST'
+          ? await fetch(`${base}/graphql`, {
+              method: 'POST',
+              headers: { ...headers, 'content-type': 'application/json' },
+              body: JSON.stringify({ query: '{ me { id } }' }),
+            })
+          : await fetch(`${base}/graphql${t === 'SSE' ? '/stream' : ''}?query=${query}`, {
+              headers: t === 'SSE' ? { ...headers, accept: 'text/event-stream' } : headers,
+            });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(
+        /^Bearer error="invalid_token", error_description="/,
+      );
+      const body = (await res.json()) as Answer;
+      expect(body.errors!.map((e) => e.extensions)).toEqual([{ code: 'UNAUTHENTICATED' }]);
+    },
+  );
+});
+
+describe('production refusals over WebSocket and SSE carry no extensions.http', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ NODE_ENV: 'production', LOG_LEVEL: 'fatal' });
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => atrium?.stop());
+
+  it.each(['WS', 'SSE'] as const)('%s: PERSISTED_QUERY_REQUIRED', async (transport) => {
+    const a = await runOver(transport, base, { query: '{ __typename }' });
+    expect(a.errors!.map((e) => e.extensions)).toEqual([{ code: 'PERSISTED_QUERY_REQUIRED' }]);
+  });
+});
