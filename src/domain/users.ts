@@ -312,6 +312,10 @@ export class UserService {
         .set({ deleted_at: now, updated_at: now })
         .where('id', '=', id)
         .execute();
+      // A deleted user is not found on any API, so neither are its webhook endpoints; removing them
+      // (their pending deliveries and attempts go with them) stops events, and the personal data in
+      // them, from still reaching the account's URLs.
+      await tx.db.deleteFrom('webhook_endpoints').where('user_id', '=', id).execute();
       tx.afterCommit({ kind: 'user.changed', userId: id });
       return { id, deletedAt: now };
     });

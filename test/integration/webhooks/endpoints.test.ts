@@ -230,6 +230,30 @@ describe('events from the changes that cause them', () => {
     expect(new Set(got.map((r) => r.eventId)).size).toBe(expected.length);
   });
 
+  it('a deleted user’s endpoints are gone: not found, and its events no longer sent', async () => {
+    const doomed = await atrium.caller();
+    const other = await atrium.caller();
+    const admin = await atrium.caller({ role: 'admin' });
+    const endpoint = await createEndpoint(atrium, doomed.headers, { url: receiver.url('/gone') });
+    await createEndpoint(atrium, other.headers, { url: receiver.url('/still-here') });
+    const order = (await api(atrium, 'POST', '/api/v2/orders', doomed.headers, orderBody(catalogue)))
+      .body as {
+      id: string;
+    };
+    await receiver.until(() => receiver.at('/gone').length >= 1);
+
+    await atrium.services.core.users.delete(SYSTEM_ACTOR, doomed.userId);
+    expect((await api(atrium, 'GET', `${BASE}/${endpoint.id}`, admin.headers)).status).toBe(404);
+    expect((await api(atrium, 'POST', `/api/v2/orders/${order.id}/cancel`, admin.headers)).status).toBe(204);
+    // A later event to another endpoint marks the point by which the cancel would have gone out.
+    const later = (await api(atrium, 'POST', '/api/v2/orders', other.headers, orderBody(catalogue))).body as {
+      id: string;
+    };
+    await receiver.until(() => receiver.at('/still-here').length >= 1);
+    expect(JSON.parse(receiver.at('/still-here')[0]!.raw).data.id).toBe(later.id);
+    expect(receiver.at('/gone').map((r) => r.type)).toEqual(['order.created']);
+  });
+
   it('an endpoint receives only the types it subscribed to, and only its owner’s events', async () => {
     const who = await atrium.caller();
     const stranger = await atrium.caller();
