@@ -21,6 +21,12 @@ export const userResolvers = {
   Query: {
     me: (_: unknown, __: unknown, ctx: GraphQLContext) => {
       const actor = actorOf(ctx);
+      // A client-credentials token acts for the client itself: there is no user to answer with.
+      if (actor.kind !== 'user')
+        throw graphQLError(
+          'FORBIDDEN',
+          'me needs the credentials of a user; this token was issued to a client for itself.',
+        );
       return viaCore(() => ctx.services.core.users.get(actor.id));
     },
     user: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.loaders.user.load(args.id),
@@ -46,7 +52,12 @@ export const userResolvers = {
           // An explicit null is passed on for the core to refuse, not dropped as "no change".
           name: name as string | undefined,
           email: email as string | undefined,
-          role: role === undefined ? undefined : (lower(role) as Role),
+          role:
+            role === undefined
+              ? undefined
+              : role === null
+                ? (null as unknown as Role)
+                : (lower(role) as Role),
         }),
       );
     },

@@ -190,4 +190,29 @@ describe('GraphQL users: reads, email visibility, updateUser', () => {
     );
     expect(user.data).toEqual({ node: { __typename: 'User', handle: 'gqlbob' } });
   });
+  it('refuses an explicit null role as it refuses a null name, naming the field', async () => {
+    for (const input of ['{ role: null }', '{ name: null }']) {
+      const res = await s.gql(
+        `mutation { updateUser(id: "${bob.userId}", input: ${input}) { role fullName } }`,
+        {},
+        admin.headers,
+      );
+      expect(codes(res), input).toEqual(['BAD_USER_INPUT']);
+      const details = res.errors![0]!.extensions!.details as Array<{ field: string }>;
+      expect(details.map((d) => d.field)).toEqual([input.includes('role') ? 'role' : 'name']);
+    }
+  });
+
+  it('answers me for a client acting for itself with FORBIDDEN saying why, not a missing user', async () => {
+    const oauth = s.atrium.services.oauth!;
+    const client = await oauth.clients.create({ name: 'Machine', scopes: 'profile:read users:read' });
+    const { token } = await oauth.tokens.issue({
+      subject: client.client_id,
+      clientId: client.client_id,
+      scope: ['profile:read'],
+    });
+    const res = await s.gql('{ me { id } }', {}, { authorization: `Bearer ${token}` });
+    expect(codes(res)).toEqual(['FORBIDDEN']);
+    expect(res.errors![0]!.message).toMatch(/credentials of a user/);
+  });
 });
