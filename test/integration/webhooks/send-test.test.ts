@@ -5,6 +5,7 @@ import { WEBHOOK_COMMANDS } from '../../../src/webhooks/cli.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { call } from '../../helpers/rest-client.js';
+import { makeCatalogue, orderBody } from '../orders/fixtures.js';
 import { Receiver, verifyWithStripe } from './support.js';
 
 /** `send-test` (REST `POST .../test` and `atrium webhooks send-test`), over a real socket. */
@@ -92,5 +93,115 @@ describe('send-test on a disabled endpoint', () => {
       code: 'conflict',
     });
     expect(await eventsFor(endpoint.id)).toBe(0);
+  });
+});
+
+/** The structure of a JSON value: object keys (sorted) with their structures, an array's first item. */
+function skeleton(value: unknown): unknown {
+  if (Array.isArray(value)) return [value.length === 0 ? 'empty' : skeleton(value[0])];
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, skeleton((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return 'value';
+}
+
+/** The `data` of the newest real (not send-test) event of `type` owned by `ownerId`. */
+async function realEventData(ownerId: string, type: string): Promise<Record<string, unknown>> {
+  const row = await atrium.services.store.db
+    .selectFrom('events')
+    .select('data')
+    .where('owner_id', '=', ownerId)
+    .where('type', '=', type)
+    .where('target_endpoint_id', 'is', null)
+    .orderBy('id', 'desc')
+    .executeTakeFirstOrThrow();
+  return JSON.parse(row.data) as Record<string, unknown>;
+}
+
+describe('send-test samples are whole instances of their type’s documented data', () => {
+  let who: Awaited<ReturnType<TestAtrium['caller']>>;
+  let endpointId: string;
+  let realOrder: Record<string, unknown>;
+
+  beforeAll(async () => {
+    who = await atrium.caller();
+    endpointId = (await endpointFor(who.headers, '/samples')).id;
+    const catalogue = await makeCatalogue(atrium);
+    const created = await call(base, 'POST', '/api/v2/orders', {
+      headers: who.headers,
+      json: orderBody(catalogue),
+    });
+    expect(created.status).toBe(201);
+    realOrder = created.body!;
+  });
+
+  async function sample(type: string): Promise<Record<string, unknown>> {
+    const sent = await call(base, 'POST', `${BASE}/${endpointId}/test`, {
+      headers: who.headers,
+      json: { type },
+    });
+    expect(sent.status).toBe(202);
+    const data = (sent.body as { data: Record<string, unknown> }).data;
+    // What is delivered is what was answered.
+    await receiver.until(() => receiver.at('/samples').some((r) => r.eventId === sent.body!.id));
+    const got = receiver.at('/samples').find((r) => r.eventId === sent.body!.id)!;
+    expect((JSON.parse(got.raw) as { data: unknown }).data).toEqual(data);
+    return data;
+  }
+
+  it.each(['order.created', 'order.updated', 'order.cancelled', 'order.refunded'])(
+    '%s: the v2 order, every field (as the REST body and a real event show it), marked test: true',
+    async (type) => {
+      const data = await sample(type);
+      expect(data.test).toBe(true);
+      const { test: _marker, ...order } = data;
+      expect(skeleton(order)).toEqual(skeleton(realOrder));
+      expect(skeleton(order)).toEqual(skeleton(await realEventData(who.userId, 'order.created')));
+      expect(order.owner_id).toBe(who.userId);
+      expect(order.id).toMatch(/^ord_[0-9a-z]{26}$/);
+      const items = order.items as Array<{ quantity: number; unit_price_cents: number }>;
+      const subtotal = items.reduce((sum, i) => sum + i.quantity * i.unit_price_cents, 0);
+      expect(order).toMatchObject({
+        subtotal_cents: subtotal,
+        amount_cents: subtotal - Number(order.discount_cents),
+      });
+      const status = {
+        'order.created': 'PENDING',
+        'order.updated': 'PROCESSING',
+        'order.cancelled': 'CANCELLED',
+        'order.refunded': 'SHIPPED',
+      }[type];
+      expect(order.status).toBe(status);
+      if (type === 'order.refunded') {
+        expect(order.refunded).toBe(true);
+        expect(order.refunded_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/));
+      } else {
+        expect(order).toMatchObject({ refunded: false, refunded_at: null });
+      }
+    },
+  );
+
+  it('user.updated: { object: the user, changed: [fields] } as a real change writes it, marked test: true', async () => {
+    const admin = await atrium.caller({ role: 'admin' });
+    const renamed = await call(base, 'PATCH', `/v1/users/${who.userId}`, {
+      headers: admin.headers,
+      json: { name: 'Grace Hopper' },
+    });
+    expect(renamed.status).toBe(200);
+    const real = await realEventData(who.userId, 'user.updated');
+
+    const data = await sample('user.updated');
+    expect(data.test).toBe(true);
+    const { test: _marker, ...rest } = data;
+    expect(skeleton(rest)).toEqual(skeleton(real));
+    const object = rest.object as Record<string, unknown>;
+    expect(object.id).toMatch(/^usr_[0-9a-z]{26}$/);
+    expect(object.id).not.toBe(who.userId);
+    expect(object.organization_id).toMatch(/^org_[0-9a-z]{26}$/);
+    expect(rest.changed).toEqual(['name']);
   });
 });
