@@ -1,5 +1,10 @@
 import type { Server } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type onSendHookHandler,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
@@ -32,6 +37,24 @@ export interface HttpAppOptions {
  * A count cannot tell a proxy from a direct client, so it suits servers reachable only through the
  * proxy; a list of addresses is the safe choice anywhere else.
  */
+/**
+ * 204 and 304 have no content (RFC 9110 §6.4.1, §15.3.5, §15.4.5): whatever a handler passed
+ * (`send(null)` is serialised to `null`) is dropped with its Content-Type, and no Content-Length
+ * is sent, so a 304 carries its validators and nothing else. For HEAD, Fastify's own last onSend
+ * step drops the payload and writes a Content-Length; `noContentAfterHead` runs after it.
+ */
+const noContent: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode !== 204 && reply.statusCode !== 304) return done(null, payload);
+  reply.removeHeader('content-type');
+  reply.removeHeader('content-length');
+  done(null, request.method === 'HEAD' ? payload : null);
+};
+
+const noContentAfterHead: onSendHookHandler = (_request, reply, payload, done) => {
+  if (reply.statusCode === 204 || reply.statusCode === 304) reply.removeHeader('content-length');
+  done(null, payload);
+};
+
 export function trustProxyOption(
   trust: Config['trustProxy'],
 ): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -81,6 +104,14 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       );
     }
   });
+  // Fastify's automatic HEAD route sets Content-Length in an onSend step of its own, after every
+  // other, so a step of its own goes after that one.
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'HEAD') return;
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [...own, noContentAfterHead];
+  });
+  app.addHook('onSend', noContent);
   app.setValidatorCompiler(validatorCompiler());
   acceptEmptyJsonBodies(app);
   // No route reads text: a JSON route given text/plain is 415 (docs/rest.md), and the token
