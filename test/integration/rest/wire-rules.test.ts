@@ -58,3 +58,40 @@ describe('304 Not Modified', () => {
     },
   );
 });
+
+describe('the user API’s upper case goes by path, for errors raised before any handler too', () => {
+  it('PATCH /v1/users/{id}: text/plain is 415 UNSUPPORTED_MEDIA_TYPE, over 1 MiB 413 PAYLOAD_TOO_LARGE', async () => {
+    const admin = await atrium.caller({ role: 'admin' });
+    const path = `/v1/users/${admin.userId}`;
+    const text = await call(base, 'PATCH', path, {
+      headers: { ...admin.headers, 'content-type': 'text/plain' },
+      raw: 'name=Ada',
+    });
+    expect(text.status).toBe(415);
+    expect(text.body).toMatchObject({ error: 'UNSUPPORTED_MEDIA_TYPE' });
+    const big = await call(base, 'PATCH', path, {
+      headers: admin.headers,
+      json: { name: 'x'.repeat(1024 * 1024 + 1) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.body).toMatchObject({ error: 'PAYLOAD_TOO_LARGE' });
+    // The same path's other request errors, as before.
+    const malformed = await call(base, 'PATCH', path, {
+      headers: { ...admin.headers, 'content-type': 'application/json' },
+      raw: '{"name":',
+    });
+    expect(malformed.body).toMatchObject({ error: 'VALIDATION_ERROR' });
+    expect((await call(base, 'GET', `${path}/nothing`, { headers: admin.headers })).body).toMatchObject({
+      error: 'NOT_FOUND',
+    });
+  });
+
+  it('the order API keeps lower case for the same errors', async () => {
+    const who = await atrium.caller();
+    const text = await call(base, 'POST', '/api/v2/orders', {
+      headers: { ...who.headers, 'content-type': 'text/plain' },
+      raw: 'x',
+    });
+    expect(text.body).toMatchObject({ error: 'unsupported_media_type' });
+  });
+});
