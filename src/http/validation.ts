@@ -1,6 +1,6 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
 /**
  * Two validators: bodies are checked strictly (a JSON "2" is not the integer 2), while query
@@ -19,10 +19,78 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
+/** Numbers as query strings, paths and headers may write them: decimal digits, no hex, binary or exponent. */
+const DECIMAL: Record<'integer' | 'number', RegExp> = {
+  integer: /^-?\d+$/,
+  number: /^-?\d+(?:\.\d+)?$/,
+};
+
+interface SchemaNode {
+  type?: string | string[];
+  properties?: Record<string, SchemaNode>;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+}
+
+/** The numeric type a property accepts, if any ('integer' wins over 'number'). */
+function numericType(node: SchemaNode | undefined): 'integer' | 'number' | undefined {
+  if (!node) return undefined;
+  const types = [
+    node.type ?? [],
+    ...[...(node.anyOf ?? []), ...(node.oneOf ?? [])].map((n) => n.type ?? []),
+  ].flat();
+  if (types.includes('integer')) return 'integer';
+  if (types.includes('number')) return 'number';
+  return undefined;
+}
+
+type Check = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null };
+
+/**
+ * Ajv coerces text with JavaScript's Number(), which reads `0x10` as 16, `1e1` as 10 and `0b11` as
+ * 3. Query strings, path parameters and headers are text, so each numeric one must be written in
+ * decimal before it is coerced; anything else is the same type error as `abc` or `1.5`.
+ */
+function decimalsOnly(validate: Check, schema: SchemaNode): Check {
+  const numeric = Object.entries(schema.properties ?? {}).flatMap(([key, node]) => {
+    const type = numericType(node);
+    return type ? [[key, type] as const] : [];
+  });
+  if (numeric.length === 0) return validate;
+  const check: Check = (data) => {
+    const issues: FastifySchemaValidationError[] = [];
+    if (data !== null && typeof data === 'object') {
+      for (const [key, type] of numeric) {
+        const raw = (data as Record<string, unknown>)[key];
+        const texts = Array.isArray(raw) ? raw : [raw];
+        if (texts.some((t) => typeof t === 'string' && !DECIMAL[type].test(t))) {
+          issues.push({
+            instancePath: `/${key}`,
+            schemaPath: `#/properties/${key}/type`,
+            keyword: 'type',
+            params: { type },
+            message: `must be ${type} (in decimal digits)`,
+          });
+        }
+      }
+    }
+    const valid = validate(data);
+    const others = (validate.errors ?? []).filter(
+      (e) => !issues.some((i) => i.instancePath === e.instancePath),
+    );
+    check.errors = issues.length === 0 ? validate.errors : [...issues, ...others];
+    return valid && issues.length === 0;
+  };
+  return check;
+}
+
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) =>
+    httpPart === 'body'
+      ? strict.compile(schema as object)
+      : decimalsOnly(coercing.compile(schema as object) as Check, schema as SchemaNode);
 }
 
 /**

@@ -95,3 +95,38 @@ describe('the user API’s upper case goes by path, for errors raised before any
     expect(text.body).toMatchObject({ error: 'unsupported_media_type' });
   });
 });
+
+describe('integer query parameters are decimal', () => {
+  it('limit=0x10, 1e1, 0b11, 0o7 and " 5" are refused naming limit, on every list; 16 and 007 pass', async () => {
+    const who = await atrium.caller();
+    const endpoint = await call(base, 'POST', '/api/v2/webhook_endpoints', {
+      headers: who.headers,
+      json: { url: 'http://127.0.0.1:9/hook' },
+    });
+    const hook = `/api/v2/webhook_endpoints/${String(endpoint.body!.id)}`;
+    const lists = [
+      '/api/v2/orders',
+      '/api/v1/orders',
+      `/v1/users/${who.userId}/orders`,
+      '/api/v2/webhook_endpoints',
+      `${hook}/deliveries`,
+      `${hook}/attempts`,
+    ];
+    for (const list of lists) {
+      for (const bad of ['0x10', '1e1', '0b11', '0o7', ' 5', '1.5', 'abc']) {
+        const res = await call(base, 'GET', `${list}?limit=${encodeURIComponent(bad)}`, {
+          headers: who.headers,
+        });
+        expect(res.status, `${list} limit=${bad}`).toBe(400);
+        const body = res.body as { error: string; details: Array<{ field: string; code: string }> };
+        expect(body.error.toLowerCase()).toBe('validation_error');
+        expect(body.details).toEqual([expect.objectContaining({ field: 'limit', code: 'invalid_type' })]);
+      }
+      for (const good of ['16', '007']) {
+        const res = await call(base, 'GET', `${list}?limit=${good}`, { headers: who.headers });
+        expect(res.status, `${list} limit=${good}`).toBe(200);
+        expect((res.body as { pagination: { limit: number } }).pagination.limit).toBe(Number(good));
+      }
+    }
+  });
+});
