@@ -8,6 +8,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
+import { DomainError } from '../domain/errors.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
@@ -54,6 +55,24 @@ const noContentAfterHead: onSendHookHandler = (_request, reply, payload, done) =
   if (reply.statusCode === 204 || reply.statusCode === 304) reply.removeHeader('content-length');
   done(null, payload);
 };
+
+/** Methods a route can be declared for; OPTIONS is left out, CORS answers it on every path. */
+const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** The methods the router has a route for at this URL (a concrete path, as requested). */
+export function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const path = url.split('?', 1)[0]!;
+  return ROUTE_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+}
+
+function methodNotAllowed(method: string, allow: string[]): DomainError {
+  const list = allow.join(', ');
+  return new DomainError('validation_error', `${method} is not allowed here; this path allows ${list}.`, [], {
+    status: 405,
+    error: 'method_not_allowed',
+    headers: { allow: list },
+  });
+}
 
 export function trustProxyOption(
   trust: Config['trustProxy'],
@@ -121,9 +140,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   requestContext(app, config.requestTimeoutMs);
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    // A path the router knows under other methods is 405 with Allow (RFC 9110 §15.5.6), not 404.
+    const allow = allowedMethods(app, request.raw.url ?? request.url);
+    if (allow.length > 0) return sendError(request, reply, methodNotAllowed(request.method, allow));
+    return sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 }));
+  });
   registerAccessLog(app);
   // Once the drain stops accepting, every answer closes its connection, so a balancer's kept-alive
   // connections end after a response instead of being cut under a request it just sent.

@@ -130,3 +130,38 @@ describe('integer query parameters are decimal', () => {
     }
   });
 });
+
+describe('a wrong method on a path that exists', () => {
+  it('is 405 method_not_allowed with Allow, in the path’s error case; an unknown path stays 404', async () => {
+    const who = await atrium.caller();
+    const id = await newOrder(who.headers);
+    const cases: Array<[string, string, string, string]> = [
+      ['PUT', '/api/v2/orders', 'GET, HEAD, POST', 'method_not_allowed'],
+      ['PATCH', '/api/v2/orders', 'GET, HEAD, POST', 'method_not_allowed'],
+      ['DELETE', '/api/v2/orders', 'GET, HEAD, POST', 'method_not_allowed'],
+      ['GET', `/api/v2/orders/${id}/cancel`, 'POST', 'method_not_allowed'],
+      ['POST', `/api/v1/orders/${id}`, 'GET, HEAD, PUT, PATCH, DELETE', 'method_not_allowed'],
+      ['PUT', `/v1/users/${who.userId}`, 'GET, HEAD, PATCH', 'METHOD_NOT_ALLOWED'],
+      ['DELETE', `/v1/users/${who.userId}/orders?limit=2`, 'GET, HEAD', 'METHOD_NOT_ALLOWED'],
+    ];
+    for (const [method, path, allow, error] of cases) {
+      const res = await call(base, method, path, { headers: who.headers });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get('allow')).toBe(allow);
+      const body = res.body as Record<string, unknown>;
+      expect(Object.keys(body).sort()).toEqual(['details', 'error', 'message', 'request_id']);
+      expect(body.error).toBe(error);
+      expect(body.message).toContain(`${method} is not allowed`);
+      expect(res.headers.get('x-request-id')).toBe(body.request_id);
+    }
+    const v1 = await call(base, 'POST', `/api/v1/orders/${id}`, { headers: who.headers });
+    expect(v1.headers.get('deprecation')).toBe('true');
+
+    const unknown = await call(base, 'GET', '/api/v2/nothing-here', { headers: who.headers });
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('allow')).toBeNull();
+    expect((await call(base, 'PUT', '/v1/users/x/y/z', { headers: who.headers })).body).toMatchObject({
+      error: 'NOT_FOUND',
+    });
+  });
+});
