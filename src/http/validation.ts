@@ -1,5 +1,6 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
+import { DomainError } from '../domain/errors.js';
 import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
 /**
@@ -105,6 +106,52 @@ export function acceptEmptyJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
-    defaultParser(request, text, done);
+    defaultParser(request, text, (err, parsed) => {
+      if (err) return done(forbiddenKey(text) ?? err, undefined);
+      done(null, parsed);
+    });
   });
+}
+
+/**
+ * Valid JSON that the parser refused for a key JavaScript would read as a prototype (`__proto__`,
+ * `constructor.prototype`): named as such, not called malformed.
+ */
+function forbiddenKey(text: string): DomainError | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const path = prototypeKeyPath(value, '');
+  if (path === undefined) return undefined;
+  const message = `${path} is not allowed: the key would set an object's prototype`;
+  return new DomainError(
+    'validation_error',
+    `The request body has a key that is not allowed: ${path}.`,
+    [{ field: path, message, code: 'forbidden_key' }],
+    { wireNamed: true },
+  );
+}
+
+function prototypeKeyPath(value: unknown, at: string): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = prototypeKeyPath(item, `${at}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const join = (key: string) => (at === '' ? key : `${at}.${key}`);
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '__proto__') return join(key);
+    if (key === 'constructor' && item !== null && typeof item === 'object' && 'prototype' in item) {
+      return join('constructor.prototype');
+    }
+    const found = prototypeKeyPath(item, join(key));
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

@@ -165,3 +165,63 @@ describe('a wrong method on a path that exists', () => {
     });
   });
 });
+
+describe('a key that would set a prototype', () => {
+  it('is 400 naming the key (forbidden_key), not called malformed JSON', async () => {
+    const who = await atrium.caller();
+    const admin = await atrium.caller({ role: 'admin' });
+    const cases: Array<[string, string, Record<string, string>, string, string, string]> = [
+      [
+        'POST',
+        '/api/v2/orders',
+        who.headers,
+        '{"__proto__":{"admin":true}}',
+        '__proto__',
+        'validation_error',
+      ],
+      [
+        'POST',
+        '/api/v2/orders',
+        who.headers,
+        '{"items":[{"product_id":"p","__proto__":{}}]}',
+        'items[0].__proto__',
+        'validation_error',
+      ],
+      [
+        'POST',
+        '/api/v2/webhook_endpoints',
+        who.headers,
+        '{"url":"http://127.0.0.1:9/","constructor":{"prototype":{"x":1}}}',
+        'constructor.prototype',
+        'validation_error',
+      ],
+      [
+        'PATCH',
+        `/v1/users/${admin.userId}`,
+        admin.headers,
+        '{"__proto__":{}}',
+        '__proto__',
+        'VALIDATION_ERROR',
+      ],
+    ];
+    for (const [method, path, headers, raw, field, error] of cases) {
+      const res = await call(base, method, path, {
+        headers: { ...headers, 'content-type': 'application/json' },
+        raw,
+      });
+      expect(res.status, raw).toBe(400);
+      expect(res.body).toMatchObject({
+        error,
+        message: `The request body has a key that is not allowed: ${field}.`,
+        details: [
+          { field, code: 'forbidden_key', message: expect.stringContaining(`${field} is not allowed`) },
+        ],
+      });
+    }
+    const malformed = await call(base, 'POST', '/api/v2/orders', {
+      headers: { ...who.headers, 'content-type': 'application/json' },
+      raw: '{"__proto__":',
+    });
+    expect(malformed.body).toMatchObject({ details: [{ code: 'invalid_json' }] });
+  });
+});
