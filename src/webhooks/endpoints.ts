@@ -184,6 +184,11 @@ export class WebhookEndpoints {
       next.disabled_at = iso(now);
       next.disabled_reason = 'disabled by its owner';
     }
+    // A change that alters nothing ({} or every value as it is) writes nothing, updated_at included.
+    const changed = (['url', 'events', 'disabled_at', 'disabled_reason'] as const).some(
+      (k) => next[k] !== current[k],
+    );
+    if (!changed) return endpointView(current, now);
     await this.deps.store.db
       .updateTable('webhook_endpoints')
       .set({

@@ -225,3 +225,46 @@ describe('a key that would set a prototype', () => {
     expect(malformed.body).toMatchObject({ details: [{ code: 'invalid_json' }] });
   });
 });
+
+describe('a PATCH that changes nothing', () => {
+  it('answers 200 with the resource as it is and writes nothing (updated_at, events), on every resource', async () => {
+    const who = await atrium.caller();
+    const admin = await atrium.caller({ role: 'admin' });
+    const id = await newOrder(who.headers);
+    const hook = await call(base, 'POST', '/api/v2/webhook_endpoints', {
+      headers: who.headers,
+      json: { url: 'http://127.0.0.1:9/hook', events: ['order.created'] },
+    });
+    const eventsOf = async () =>
+      (
+        await atrium.services.store.db
+          .selectFrom('events')
+          .select('id')
+          .where('owner_id', '=', who.userId)
+          .execute()
+      ).length;
+    const cases: Array<[string, Record<string, string>, unknown]> = [
+      [`/api/v2/orders/${id}`, who.headers, {}],
+      [`/api/v2/orders/${id}`, who.headers, { currency: 'USD' }],
+      [`/api/v1/orders/${id}`, who.headers, {}],
+      [`/api/v2/webhook_endpoints/${String(hook.body!.id)}`, who.headers, {}],
+      [`/api/v2/webhook_endpoints/${String(hook.body!.id)}`, who.headers, { events: ['order.created'] }],
+      [`/v1/users/${who.userId}`, admin.headers, {}],
+    ];
+    for (const [path, headers, json] of cases) {
+      const before = await call(base, 'GET', path, { headers });
+      const events = await eventsOf();
+      const res = await call(base, 'PATCH', path, { headers, json });
+      expect(res.status, `PATCH ${path} ${JSON.stringify(json)}: ${res.text}`).toBe(200);
+      expect(res.body).toEqual(before.body);
+      expect((await call(base, 'GET', path, { headers })).body).toEqual(before.body);
+      expect(await eventsOf()).toBe(events);
+    }
+    // Something that does change still does.
+    const changed = await call(base, 'PATCH', `/api/v2/orders/${id}`, {
+      headers: who.headers,
+      json: { currency: 'EUR' },
+    });
+    expect(changed.body).toMatchObject({ currency: 'EUR' });
+  });
+});
