@@ -92,11 +92,9 @@ export function checkCreateInput(input: CreateOrderInput): void {
 }
 
 export function checkUpdateInput(input: UpdateOrderInput): void {
+  // No field at all is a change that alters nothing: answered with the order as it is, nothing
+  // written (the rule D19 gives user updates, kept for every resource).
   const problems = new Problems();
-  const given = Object.entries(input).filter(([, v]) => v !== undefined);
-  if (given.length === 0) {
-    problems.add(null, 'Send at least one of currency, shipping_address, coupon_code, status.', 'required');
-  }
   if (input.currency !== undefined) checkCurrency(problems, input.currency);
   if (input.shippingAddress !== undefined) checkAddress(problems, input.shippingAddress);
   checkCoupon(problems, input.couponCode);

@@ -1,8 +1,14 @@
 import type { Server } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type onSendHookHandler,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
+import { DomainError } from '../domain/errors.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
@@ -32,6 +38,42 @@ export interface HttpAppOptions {
  * A count cannot tell a proxy from a direct client, so it suits servers reachable only through the
  * proxy; a list of addresses is the safe choice anywhere else.
  */
+/**
+ * 204 and 304 have no content (RFC 9110 §6.4.1, §15.3.5, §15.4.5): whatever a handler passed
+ * (`send(null)` is serialised to `null`) is dropped with its Content-Type, and no Content-Length
+ * is sent, so a 304 carries its validators and nothing else. For HEAD, Fastify's own last onSend
+ * step drops the payload and writes a Content-Length; `noContentAfterHead` runs after it.
+ */
+const noContent: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode !== 204 && reply.statusCode !== 304) return done(null, payload);
+  reply.removeHeader('content-type');
+  reply.removeHeader('content-length');
+  done(null, request.method === 'HEAD' ? payload : null);
+};
+
+const noContentAfterHead: onSendHookHandler = (_request, reply, payload, done) => {
+  if (reply.statusCode === 204 || reply.statusCode === 304) reply.removeHeader('content-length');
+  done(null, payload);
+};
+
+/** Methods a route can be declared for; OPTIONS is left out, CORS answers it on every path. */
+const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** The methods the router has a route for at this URL (a concrete path, as requested). */
+export function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const path = url.split('?', 1)[0]!;
+  return ROUTE_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+}
+
+function methodNotAllowed(method: string, allow: string[]): DomainError {
+  const list = allow.join(', ');
+  return new DomainError('validation_error', `${method} is not allowed here; this path allows ${list}.`, [], {
+    status: 405,
+    error: 'method_not_allowed',
+    headers: { allow: list },
+  });
+}
+
 export function trustProxyOption(
   trust: Config['trustProxy'],
 ): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -81,6 +123,14 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       );
     }
   });
+  // Fastify's automatic HEAD route sets Content-Length in an onSend step of its own, after every
+  // other, so a step of its own goes after that one.
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'HEAD') return;
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [...own, noContentAfterHead];
+  });
+  app.addHook('onSend', noContent);
   app.setValidatorCompiler(validatorCompiler());
   acceptEmptyJsonBodies(app);
   // No route reads text: a JSON route given text/plain is 415 (docs/rest.md), and the token
@@ -90,9 +140,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   requestContext(app, config.requestTimeoutMs);
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 })),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    // A path the router knows under other methods is 405 with Allow (RFC 9110 §15.5.6), not 404.
+    const allow = allowedMethods(app, request.raw.url ?? request.url);
+    if (allow.length > 0) return sendError(request, reply, methodNotAllowed(request.method, allow));
+    return sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 }));
+  });
   registerAccessLog(app);
   // Once the drain stops accepting, every answer closes its connection, so a balancer's kept-alive
   // connections end after a response instead of being cut under a request it just sent.

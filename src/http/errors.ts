@@ -122,6 +122,8 @@ const KEYWORD_CODES: Record<string, string> = {
   exclusiveMaximum: 'range_error',
   minItems: 'range_error',
   maxItems: 'range_error',
+  minProperties: 'range_error',
+  maxProperties: 'range_error',
   minLength: 'range_error',
   maxLength: 'range_error',
   required: 'required',

@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import { DomainError } from '../domain/errors.js';
+import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
 /**
  * Two validators: bodies are checked strictly (a JSON "2" is not the integer 2), while query
@@ -19,10 +20,78 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
+/** Numbers as query strings, paths and headers may write them: decimal digits, no hex, binary or exponent. */
+const DECIMAL: Record<'integer' | 'number', RegExp> = {
+  integer: /^-?\d+$/,
+  number: /^-?\d+(?:\.\d+)?$/,
+};
+
+interface SchemaNode {
+  type?: string | string[];
+  properties?: Record<string, SchemaNode>;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+}
+
+/** The numeric type a property accepts, if any ('integer' wins over 'number'). */
+function numericType(node: SchemaNode | undefined): 'integer' | 'number' | undefined {
+  if (!node) return undefined;
+  const types = [
+    node.type ?? [],
+    ...[...(node.anyOf ?? []), ...(node.oneOf ?? [])].map((n) => n.type ?? []),
+  ].flat();
+  if (types.includes('integer')) return 'integer';
+  if (types.includes('number')) return 'number';
+  return undefined;
+}
+
+type Check = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null };
+
+/**
+ * Ajv coerces text with JavaScript's Number(), which reads `0x10` as 16, `1e1` as 10 and `0b11` as
+ * 3. Query strings, path parameters and headers are text, so each numeric one must be written in
+ * decimal before it is coerced; anything else is the same type error as `abc` or `1.5`.
+ */
+function decimalsOnly(validate: Check, schema: SchemaNode): Check {
+  const numeric = Object.entries(schema.properties ?? {}).flatMap(([key, node]) => {
+    const type = numericType(node);
+    return type ? [[key, type] as const] : [];
+  });
+  if (numeric.length === 0) return validate;
+  const check: Check = (data) => {
+    const issues: FastifySchemaValidationError[] = [];
+    if (data !== null && typeof data === 'object') {
+      for (const [key, type] of numeric) {
+        const raw = (data as Record<string, unknown>)[key];
+        const texts = Array.isArray(raw) ? raw : [raw];
+        if (texts.some((t) => typeof t === 'string' && !DECIMAL[type].test(t))) {
+          issues.push({
+            instancePath: `/${key}`,
+            schemaPath: `#/properties/${key}/type`,
+            keyword: 'type',
+            params: { type },
+            message: `must be ${type} (in decimal digits)`,
+          });
+        }
+      }
+    }
+    const valid = validate(data);
+    const others = (validate.errors ?? []).filter(
+      (e) => !issues.some((i) => i.instancePath === e.instancePath),
+    );
+    check.errors = issues.length === 0 ? validate.errors : [...issues, ...others];
+    return valid && issues.length === 0;
+  };
+  return check;
+}
+
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) =>
+    httpPart === 'body'
+      ? strict.compile(schema as object)
+      : decimalsOnly(coercing.compile(schema as object) as Check, schema as SchemaNode);
 }
 
 /**
@@ -37,6 +106,52 @@ export function acceptEmptyJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
-    defaultParser(request, text, done);
+    defaultParser(request, text, (err, parsed) => {
+      if (err) return done(forbiddenKey(text) ?? err, undefined);
+      done(null, parsed);
+    });
   });
+}
+
+/**
+ * Valid JSON that the parser refused for a key JavaScript would read as a prototype (`__proto__`,
+ * `constructor.prototype`): named as such, not called malformed.
+ */
+function forbiddenKey(text: string): DomainError | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const path = prototypeKeyPath(value, '');
+  if (path === undefined) return undefined;
+  const message = `${path} is not allowed: the key would set an object's prototype`;
+  return new DomainError(
+    'validation_error',
+    `The request body has a key that is not allowed: ${path}.`,
+    [{ field: path, message, code: 'forbidden_key' }],
+    { wireNamed: true },
+  );
+}
+
+function prototypeKeyPath(value: unknown, at: string): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = prototypeKeyPath(item, `${at}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  const join = (key: string) => (at === '' ? key : `${at}.${key}`);
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '__proto__') return join(key);
+    if (key === 'constructor' && item !== null && typeof item === 'object' && 'prototype' in item) {
+      return join('constructor.prototype');
+    }
+    const found = prototypeKeyPath(item, join(key));
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

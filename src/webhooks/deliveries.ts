@@ -3,7 +3,7 @@ import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
 import { conflict, forbidden, notFound } from '../domain/errors.js';
 import { signalOutbox } from '../store/outbox-signal.js';
-import type { Page, WebhookEndpoints } from './endpoints.js';
+import { assertEnabled, type Page, type WebhookEndpoints } from './endpoints.js';
 import { type Envelope, envelope } from './event-types.js';
 import { type AttemptView, attemptView, type DeliveryView, deliveryView } from './views.js';
 
@@ -121,9 +121,7 @@ export class WebhookDeliveries {
       .where('d.endpoint_id', '=', endpointId)
       .executeTakeFirst();
     if (!row) throw notFound('Delivery', deliveryId);
-    if (endpoint.disabled_at !== null) {
-      throw conflict('The endpoint is disabled; enable it (PATCH enabled: true) before re-sending.');
-    }
+    assertEnabled(endpoint);
     if (row.status === 'pending') throw conflict('This delivery is still scheduled; it will be attempted.');
     const now = iso(this.deps.clock.now());
     const result = await db

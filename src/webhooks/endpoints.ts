@@ -1,7 +1,7 @@
 import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso, unixSeconds } from '../domain/clock.js';
 import { API_VERSION, type CoreDeps } from '../domain/context.js';
-import { DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
+import { conflict, DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
 import { newEventId, newId } from '../domain/ids.js';
 import { signalOutbox } from '../store/outbox-signal.js';
 import type { Resolver } from './address-policy.js';
@@ -65,6 +65,16 @@ export function checkEventList(events: string[] | undefined): string[] {
   );
   if (details.length > 0) throw new DomainError('validation_error', 'Unknown event types.', details);
   return EVENT_TYPES.filter((t) => events.includes(t));
+}
+
+/**
+ * Nothing is sent to a disabled endpoint (the worker fails its deliveries at once), so queueing
+ * something for it by hand, a re-send or a test event, is refused rather than accepted and lost.
+ */
+export function assertEnabled(endpoint: Pick<EndpointRow, 'disabled_at'>): void {
+  if (endpoint.disabled_at !== null) {
+    throw conflict('The endpoint is disabled; enable it (PATCH enabled: true) before re-sending.');
+  }
 }
 
 export const subscribes = (events: readonly string[], type: string): boolean =>
@@ -174,6 +184,11 @@ export class WebhookEndpoints {
       next.disabled_at = iso(now);
       next.disabled_reason = 'disabled by its owner';
     }
+    // A change that alters nothing ({} or every value as it is) writes nothing, updated_at included.
+    const changed = (['url', 'events', 'disabled_at', 'disabled_reason'] as const).some(
+      (k) => next[k] !== current[k],
+    );
+    if (!changed) return endpointView(current, now);
     await this.deps.store.db
       .updateTable('webhook_endpoints')
       .set({
@@ -223,7 +238,8 @@ export class WebhookEndpoints {
 
   /**
    * Queues a sample event of `type` for this one endpoint (whatever its subscriptions), through the
-   * same outbox and schedule as real events. Returns the envelope that will be sent.
+   * same outbox and schedule as real events. Returns the envelope that will be sent. A disabled
+   * endpoint is refused (409), as for a re-send: nothing would be sent to it.
    */
   async sendTest(actor: Actor, id: string, type: string): Promise<Envelope> {
     if (!isEventType(type)) {
@@ -232,6 +248,7 @@ export class WebhookEndpoints {
       ]);
     }
     const endpoint = await this.owned(actor, id);
+    assertEnabled(endpoint);
     const now = this.deps.clock.now();
     const event = {
       id: newEventId(now.getTime()),

@@ -64,10 +64,10 @@ export const PatchOrderRequestSchema = Type.Object(
   },
   {
     additionalProperties: false,
-    minProperties: 1,
     description:
       'Owner or admin: currency, shipping_address and coupon_code while PENDING (null removes the coupon). ' +
-      'status: an admin moves it forward one step; CANCELLED works like POST .../cancel.',
+      'status: an admin moves it forward one step; CANCELLED works like POST .../cancel. A PATCH that ' +
+      'changes nothing ({} or every value as it is) answers the order as it is and writes nothing.',
   },
 );
 

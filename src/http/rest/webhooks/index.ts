@@ -169,11 +169,17 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...docs(
           'Send a test event',
           'Queues a sample event of the given type (payment.failed, for one) for this endpoint only, through ' +
-            'the usual schedule. Answers with the envelope that will be delivered.',
+            'the usual schedule. Answers with the envelope that will be delivered. 409 when the endpoint is ' +
+            'disabled (enable it first).',
         ),
         params: EndpointParams,
         body: TestEventBody,
-        response: { 202: EventEnvelopeSchema, ...standardErrors, ...notFound },
+        response: {
+          202: EventEnvelopeSchema,
+          ...standardErrors,
+          ...notFound,
+          409: errorResponse('The endpoint is disabled (conflict).'),
+        },
       },
     },
     async (request, reply) => {
