@@ -317,12 +317,12 @@ const SERVER_ERROR = oauthError('`server_error`.');
 const WWW_BASIC = {
   'WWW-Authenticate': { type: 'string', description: '`Basic realm="atrium", charset="UTF-8"`.' },
 };
-const WWW_BASIC_OR_BEARER = {
+const WWW_BASIC_ON_INVALID_CLIENT = {
   'WWW-Authenticate': {
     type: 'string',
     description:
-      '`Basic realm="atrium", charset="UTF-8"` for `invalid_client`; ' +
-      '`Bearer realm="atrium", error="invalid_token"` for `invalid_grant`.',
+      '`Basic realm="atrium", charset="UTF-8"` for `invalid_client`; absent for `invalid_grant` ' +
+      '(a refused refresh token is a dead grant, not a credential to retry: RFC 6749 §5.2).',
   },
 };
 
@@ -438,7 +438,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
       401: oauthError(
         '`invalid_client`: unknown client, wrong secret, revoked client or missing authentication (one ' +
           'answer for all). `invalid_grant` for a refused refresh token (unknown, used, expired, revoked).',
-        WWW_BASIC_OR_BEARER,
+        WWW_BASIC_ON_INVALID_CLIENT,
       ),
       413: TOO_LARGE,
       429: TOO_MANY,
@@ -463,7 +463,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
       401: oauthError(
         '`invalid_client` (unknown client, bad Basic credentials) or `invalid_grant` (refresh token unknown, ' +
           'used, expired, revoked or issued to another client).',
-        WWW_BASIC_OR_BEARER,
+        WWW_BASIC_ON_INVALID_CLIENT,
       ),
       413: oauthError('`invalid_request`: the body is too large.'),
       429: TOO_MANY,
