@@ -436,8 +436,12 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
           '`unauthorized_client`, `unsupported_grant_type` or `invalid_scope`.',
       ),
       401: oauthError(
-        '`invalid_client`: unknown client, wrong secret, revoked client or missing authentication (one ' +
-          'answer for all). `invalid_grant` for a refused refresh token (unknown, used, expired, revoked).',
+        '`invalid_client`: "Client authentication failed." for an unknown client, a wrong secret, a ' +
+          'revoked client or a confidential client naming itself without its secret (one answer for these, ' +
+          'so they cannot be told apart); "Client authentication is required." when the request carries ' +
+          'neither HTTP Basic nor a `client_id`; ' +
+          '`client_secret_post` and client assertions are refused with a message naming HTTP Basic. ' +
+          '`invalid_grant` for a refused refresh token (unknown, used, expired, revoked).',
         WWW_BASIC_ON_INVALID_CLIENT,
       ),
       413: TOO_LARGE,
