@@ -31,8 +31,8 @@ export interface PurgeKind {
 const deleted = (res: { numDeletedRows: bigint }) => Number(res.numDeletedRows);
 
 /**
- * What Atrium purges, and when. Login tickets are signed, self-expiring tokens (ten minutes) that
- * are never stored, so they leave nothing behind to purge.
+ * What Atrium purges, and when. Login tickets themselves are signed, self-expiring tokens (ten
+ * minutes) that are never stored; only the ids of used ones are, until the ticket expires.
  */
 export const PURGE_KINDS: readonly PurgeKind[] = [
   {
@@ -74,6 +74,23 @@ export const PURGE_KINDS: readonly PurgeKind[] = [
                 w.and([w('used_at', 'is', null), w('expires_at', '<=', unusedCutoff)]),
               ]),
             )
+            .limit(limit),
+        )
+        .executeTakeFirst();
+      return deleted(res);
+    },
+  },
+  {
+    // A used ticket's id is needed only while the ticket's signature would still pass.
+    name: 'used_login_tickets',
+    async batch(db, now, limit) {
+      const res = await db
+        .deleteFrom('used_login_tickets')
+        .where('ticket_id', 'in', (eb) =>
+          eb
+            .selectFrom('used_login_tickets')
+            .select('ticket_id')
+            .where('expires_at', '<=', iso(now))
             .limit(limit),
         )
         .executeTakeFirst();

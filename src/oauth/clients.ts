@@ -166,7 +166,7 @@ export class ClientService {
    * or http for loopback (any host outside production, for local development), or a private-use
    * scheme in reverse-domain form for native apps. Matching later is exact string comparison.
    */
-  private redirectUriProblem(uri: string): string | undefined {
+  redirectUriProblem(uri: string): string | undefined {
     if (typeof uri !== 'string' || uri.length > 2000) return 'must be a string of at most 2000 characters';
     if (/[\s"'<>\\^`{|}]/.test(uri) || hasControlCharacter(uri))
       return 'must not contain spaces, control characters or unsafe characters';

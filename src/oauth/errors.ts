@@ -40,15 +40,15 @@ export class InvalidClient extends OAuthError {
   }
 }
 
+/**
+ * A refused grant. Refresh-token refusals are 401 (the spec's state table), but carry no
+ * WWW-Authenticate: on the token endpoint that header belongs to `invalid_client`, in the client's
+ * own scheme (RFC 6749 §5.2), and a refresh token is a grant, not an HTTP credential. A Bearer
+ * challenge here made standard clients (oauth4webapi) report a challenge instead of `invalid_grant`.
+ */
 export class InvalidGrant extends OAuthError {
-  constructor(description: string, status = 400) {
-    super(
-      'invalid_grant',
-      description,
-      status,
-      // A 401 must say how to authenticate (RFC 9110 §15.5.2); the refresh token was the credential.
-      status === 401 ? { 'WWW-Authenticate': 'Bearer realm="atrium", error="invalid_token"' } : {},
-    );
+  constructor(description: string, status: 400 | 401 = 400) {
+    super('invalid_grant', description, status);
   }
 }
 

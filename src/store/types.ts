@@ -77,6 +77,12 @@ export interface AuthorizationCodesTable {
   created_at: string;
 }
 
+/** Login tickets already used, kept until the ticket's own expiry (migration 0007). */
+export interface UsedLoginTicketsTable {
+  ticket_id: string;
+  expires_at: string;
+}
+
 export interface RefreshTokenFamiliesTable {
   id: string;
   client_id: string;
@@ -266,6 +272,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   oauth_clients: OAuthClientsTable;
   authorization_codes: AuthorizationCodesTable;
+  used_login_tickets: UsedLoginTicketsTable;
   refresh_token_families: RefreshTokenFamiliesTable;
   refresh_tokens: RefreshTokensTable;
   signing_keys: SigningKeysTable;

@@ -131,11 +131,20 @@ describe('the purge job', () => {
     await family('rtf_active', at(-40 * DAY), null); // old but refreshed lately
     await token('rtk_active', 'rtf_active', 'current', at(5 * DAY));
 
+    // Used login tickets: kept while the ticket itself would still verify.
+    for (const [id, expiresAt] of [
+      ['ticket_expired_1xxxxxxxx', at(-SECOND)],
+      ['ticket_expired_2xxxxxxxx', at(-HOUR)],
+      ['ticket_live_xxxxxxxxxxxx', at(5 * 60 * SECOND)],
+    ] as const)
+      await db().insertInto('used_login_tickets').values({ ticket_id: id, expires_at: expiresAt }).execute();
+
     // Batches of two, so a kind with three due rows takes two statements.
     const counts = await job({ batchSize: 2 }).runOnce();
     expect(counts).toEqual({
       idempotency_records: 3,
       authorization_codes: 2,
+      used_login_tickets: 2,
       refresh_tokens: 2,
       refresh_token_families: 2,
     });
@@ -143,11 +152,14 @@ describe('the purge job', () => {
     expect(await ids('authorization_codes')).toEqual(['acd_unused_live', 'acd_used_recent']);
     expect(await ids('refresh_token_families')).toEqual(['rtf_active', 'rtf_revoked_recent']);
     expect(await ids('refresh_tokens')).toEqual(['rtk_active', 'rtk_used_live']);
+    const tickets = await db().selectFrom('used_login_tickets').select('ticket_id').execute();
+    expect(tickets.map((t) => t.ticket_id)).toEqual(['ticket_live_xxxxxxxxxxxx']);
 
     // The purge answers in /metrics, the same registry as the HTTP metrics.
     const metrics = (await atrium.http!.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toContain('atrium_purged_rows_total{kind="idempotency_records"} 3');
     expect(metrics).toContain('atrium_purged_rows_total{kind="authorization_codes"} 2');
+    expect(metrics).toContain('atrium_purged_rows_total{kind="used_login_tickets"} 2');
     expect(metrics).toContain('atrium_purged_rows_total{kind="refresh_tokens"} 2');
     expect(metrics).toContain('atrium_purged_rows_total{kind="refresh_token_families"} 2');
     expect(metrics).toContain('atrium_http_requests_total');
@@ -156,6 +168,7 @@ describe('the purge job', () => {
     expect(await job().runOnce()).toEqual({
       idempotency_records: 0,
       authorization_codes: 0,
+      used_login_tickets: 0,
       refresh_tokens: 0,
       refresh_token_families: 0,
     });

@@ -102,6 +102,8 @@ describe('seedDemoData (small)', () => {
     expect(await clients.authenticate(confidential.client_id, 'wrong')).toBeUndefined();
     const stored = await clients.get(pub.client_id);
     expect(stored).toMatchObject({ confidential: false, redirectUris: pub.redirect_uris });
+    // Swagger UI's Authorize on /docs sends this redirect URI (PUBLIC_URL, here the default).
+    expect(pub.redirect_uris).toContain(`${services.config.publicUrl}/docs/static/oauth2-redirect.html`);
     expect(stored!.grantTypes).toContain('authorization_code');
     const row = await db()
       .selectFrom('oauth_clients')

@@ -56,6 +56,7 @@ const EXPECTED_TABLES = [
   'settings',
   'signing_keys',
   'tags',
+  'used_login_tickets',
   'users',
   'webhook_deliveries',
   'webhook_endpoints',

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../compose.js';
 import type { RouteModule } from '../routes.js';
 import { finishDocument, makeTransform, openapiBase } from './openapi.js';
+import { SWAGGER_UI_PREFIX } from './paths.js';
 import { registerRedoc } from './redoc.js';
 
 export const OPENAPI_PATH = '/openapi.json';
@@ -38,7 +39,7 @@ export async function registerDocs(app: FastifyInstance, services: Services): Pr
   );
 
   await app.register(swaggerUi, {
-    routePrefix: '/docs',
+    routePrefix: SWAGGER_UI_PREFIX,
     uiConfig: { deepLinking: true, persistAuthorization: false },
     initOAuth: { usePkceWithAuthorizationCodeGrant: true, scopes: [] },
     theme: { title: 'Atrium API' },

@@ -317,12 +317,12 @@ const SERVER_ERROR = oauthError('`server_error`.');
 const WWW_BASIC = {
   'WWW-Authenticate': { type: 'string', description: '`Basic realm="atrium", charset="UTF-8"`.' },
 };
-const WWW_BASIC_OR_BEARER = {
+const WWW_BASIC_ON_INVALID_CLIENT = {
   'WWW-Authenticate': {
     type: 'string',
     description:
-      '`Basic realm="atrium", charset="UTF-8"` for `invalid_client`; ' +
-      '`Bearer realm="atrium", error="invalid_token"` for `invalid_grant`.',
+      '`Basic realm="atrium", charset="UTF-8"` for `invalid_client`; absent for `invalid_grant` ' +
+      '(a refused refresh token is a dead grant, not a credential to retry: RFC 6749 §5.2).',
   },
 };
 
@@ -436,9 +436,13 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
           '`unauthorized_client`, `unsupported_grant_type` or `invalid_scope`.',
       ),
       401: oauthError(
-        '`invalid_client`: unknown client, wrong secret, revoked client or missing authentication (one ' +
-          'answer for all). `invalid_grant` for a refused refresh token (unknown, used, expired, revoked).',
-        WWW_BASIC_OR_BEARER,
+        '`invalid_client`: "Client authentication failed." for an unknown client, a wrong secret, a ' +
+          'revoked client or a confidential client naming itself without its secret (one answer for these, ' +
+          'so they cannot be told apart); "Client authentication is required." when the request carries ' +
+          'neither HTTP Basic nor a `client_id`; ' +
+          '`client_secret_post` and client assertions are refused with a message naming HTTP Basic. ' +
+          '`invalid_grant` for a refused refresh token (unknown, used, expired, revoked).',
+        WWW_BASIC_ON_INVALID_CLIENT,
       ),
       413: TOO_LARGE,
       429: TOO_MANY,
@@ -463,7 +467,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
       401: oauthError(
         '`invalid_client` (unknown client, bad Basic credentials) or `invalid_grant` (refresh token unknown, ' +
           'used, expired, revoked or issued to another client).',
-        WWW_BASIC_OR_BEARER,
+        WWW_BASIC_ON_INVALID_CLIENT,
       ),
       413: oauthError('`invalid_request`: the body is too large.'),
       429: TOO_MANY,

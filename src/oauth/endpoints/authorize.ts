@@ -81,6 +81,11 @@ class AuthorizationFlow {
     const submission: Submission = { request, reply, authz, params, csrfCookie: csrf.cookie, binding };
     const consent = params.get('consent');
     if (consent === 'deny') {
+      // A deny from the consent page uses its ticket up too, so the same form cannot approve later.
+      // A deny is answered the same whatever the ticket: it only sends the user back to the client.
+      const ticket = params.get(TICKET_FIELD);
+      if (ticket !== undefined)
+        await this.tickets.consume(ticket, { requestBinding: binding, csrfCookie: csrf.cookie });
       return this.back(submission, {
         error: 'access_denied',
         error_description: 'The user denied the request.',
@@ -150,10 +155,16 @@ class AuthorizationFlow {
     return { value: user };
   }
 
-  /** The consent page's proof of the sign-in, bound to this request and this browser. */
+  /**
+   * The consent page's proof of the sign-in, bound to this request and this browser, and used up
+   * here: a used ticket gets the same page as an expired one.
+   */
   private async fromTicket(s: Submission): Promise<Step<User>> {
     const ticket = s.params.get(TICKET_FIELD)!;
-    const userId = await this.tickets.verify(ticket, { requestBinding: s.binding, csrfCookie: s.csrfCookie });
+    const userId = await this.tickets.consume(ticket, {
+      requestBinding: s.binding,
+      csrfCookie: s.csrfCookie,
+    });
     const user = userId ? (await this.services.core.users.getMany([userId])).get(userId) : undefined;
     if (user) return { value: user };
     const error = 'Your sign-in expired. Please sign in again.';
@@ -245,7 +256,12 @@ export async function registerAuthorizeEndpoint(
     services,
     oauth,
     new CsrfProtection(derive('csrf'), authUrl.origin, authUrl.protocol === 'https:'),
-    new LoginTickets(derive('login-ticket'), services.clock, `${oauth.config.authUrl}/authorize`),
+    new LoginTickets(
+      derive('login-ticket'),
+      services.clock,
+      `${oauth.config.authUrl}/authorize`,
+      services.store,
+    ),
   );
 
   app.get('/authorize', { schema: { hide: true } }, (request, reply) =>

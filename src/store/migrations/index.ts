@@ -4,6 +4,7 @@ import { initial } from './0001_initial.js';
 import { webhooks } from './0003_webhooks.js';
 import { retention } from './0005_retention.js';
 import { grpcActivity } from './0006_grpc.js';
+import { loginTickets } from './0007_login_tickets.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -12,6 +13,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0003_webhooks': webhooks(dialect) as { up(db: Kysely<unknown>): Promise<void> },
     '0005_retention': retention() as { up(db: Kysely<unknown>): Promise<void> },
     '0006_grpc': grpcActivity,
+    '0007_login_tickets': loginTickets,
   };
 }
 

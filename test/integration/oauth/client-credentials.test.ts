@@ -132,6 +132,32 @@ describe('client credentials through an independent OAuth client', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('documents in /openapi.json the 401 texts /oauth/token really answers', async () => {
+    const post = (authorization: string | undefined) =>
+      fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          ...(authorization ? { authorization } : {}),
+        },
+        body: form({ grant_type: 'client_credentials' }),
+      });
+    const failed = (await (await post(basic(client.client_id, 'acs_wrong'))).json()) as Record<
+      string,
+      string
+    >;
+    const missing = (await (await post(undefined)).json()) as Record<string, string>;
+    expect(missing.error_description).not.toBe(failed.error_description);
+
+    const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
+    };
+    const text = document.paths['/oauth/token']!.post!.responses['401']!.description;
+    // Each answer is quoted with the cases that get it; the doc once said "one answer for all".
+    expect(text).toContain(failed.error_description);
+    expect(text).toContain(missing.error_description);
+  });
+
   it('answers a wrong secret and an unknown client with the same 401 invalid_client', async () => {
     const wrong = await inject(basic(client.client_id, 'acs_wrong'), { grant_type: 'client_credentials' });
     const unknown = await inject(basic('cli_01nosuchclient0000000000', 'whatever'), {

@@ -81,6 +81,29 @@ describe('refresh-token rotation', () => {
     expect((await profile(next.access_token)).statusCode).toBe(200);
   });
 
+  it('lets oauth4webapi see invalid_grant on a reused, unknown or revoked refresh token, not a challenge', async () => {
+    const first = await tokens();
+    const c = { client_id: client.client_id };
+    const auth = oauth.ClientSecretBasic(client.client_secret);
+    const refresh = (token: string) => oauth.refreshTokenGrantRequest(as, c, auth, token, insecure);
+    await oauth.processRefreshTokenResponse(as, c, await refresh(first.refresh_token));
+
+    // A Bearer challenge on the token endpoint made processRefreshTokenResponse throw
+    // WWWAuthenticateChallengeError, so the application never learned the grant was dead.
+    for (const token of [first.refresh_token, 'art_' + 'B'.repeat(43), first.refresh_token]) {
+      const response = await refresh(token);
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBeNull();
+      const refused = await oauth.processRefreshTokenResponse(as, c, response).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(oauth.ResponseBodyError);
+      expect((refused as oauth.ResponseBodyError).error).toBe('invalid_grant');
+      expect((refused as oauth.ResponseBodyError).status).toBe(401);
+    }
+  });
+
   it('answers the JSON endpoint in the spec shape and chains rotations', async () => {
     let current = (await tokens()).refresh_token;
     for (let i = 0; i < 3; i++) {

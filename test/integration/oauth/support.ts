@@ -12,7 +12,7 @@ export interface OAuthTestServer {
 }
 
 /** A free TCP port, so AUTH_URL (the token issuer) can name the real address before start. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
