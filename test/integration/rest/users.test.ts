@@ -343,6 +343,26 @@ describe('User REST API', () => {
       expect(again.statusCode).toBe(204);
     });
 
+    it('answers under /api/v1 too, alike and with the deprecation headers', async () => {
+      const me = await atrium.caller();
+      const res = await atrium.http!.inject({
+        method: 'POST',
+        url: `/api/v1/users/${me.userId}/verify`,
+        headers: me.headers,
+      });
+      expect(res.statusCode).toBe(204);
+      expect(res.body).toBe('');
+      expect(res.headers.deprecation).toBe('true');
+      expect(res.headers.link).toBe(`</api/v2/users/${me.userId}/verify>; rel="successor-version"`);
+      expect((await atrium.services.core.users.get(me.userId)).emailVerifiedAt).not.toBeNull();
+      const refused = await atrium.http!.inject({
+        method: 'POST',
+        url: `/api/v1/users/${admin.userId}/verify`,
+        headers: member.headers,
+      });
+      expect(refused.statusCode).toBe(403);
+    });
+
     it('lets an admin verify anyone and refuses other members with 403 forbidden', async () => {
       const target = await atrium.caller();
       const refused = await atrium.http!.inject({

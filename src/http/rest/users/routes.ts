@@ -163,32 +163,38 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
     );
   });
 
-  app.withTypeProvider<TypeBoxTypeProvider>().post(
-    '/api/v2/users/:user_id/verify',
-    {
-      onRequest: auth('users:write'),
-      schema: {
-        tags: ['users'],
-        summary: "Verify a user's email",
-        description: 'The user themself or an admin. An action: 204 with no body; repeating it is harmless.',
-        params: UserParams,
-        response: {
-          204: { type: 'null', description: 'Verified.' },
-          ...userApiErrors,
-          400: { ...userApiErrors[400], description: 'Invalid request (error `validation_error`).' },
-          403: {
-            ...userApiErrors[403],
-            description: 'Not the user themself nor an admin (error `forbidden`).',
+  // The spec's URL conventions put the action under both versions; v1 answers alike, with the
+  // deprecation headers every /api/v1 answer carries.
+  for (const prefix of ['/api/v1', '/api/v2'] as const) {
+    app.withTypeProvider<TypeBoxTypeProvider>().post(
+      `${prefix}/users/:user_id/verify`,
+      {
+        onRequest: auth('users:write'),
+        schema: {
+          tags: ['users'],
+          deprecated: prefix === '/api/v1',
+          summary: "Verify a user's email",
+          description:
+            'The user themself or an admin. An action: 204 with no body; repeating it is harmless.',
+          params: UserParams,
+          response: {
+            204: { type: 'null', description: 'Verified.' },
+            ...userApiErrors,
+            400: { ...userApiErrors[400], description: 'Invalid request (error `validation_error`).' },
+            403: {
+              ...userApiErrors[403],
+              description: 'Not the user themself nor an admin (error `forbidden`).',
+            },
+            404: { ...userApiErrors[404], description: 'No such user (error `not_found`).' },
           },
-          404: { ...userApiErrors[404], description: 'No such user (error `not_found`).' },
         },
       },
-    },
-    async (request, reply) => {
-      await core.users.markEmailVerified(toActor(principalOf(request)), request.params.user_id);
-      return reply.code(204).send();
-    },
-  );
+      async (request, reply) => {
+        await core.users.markEmailVerified(toActor(principalOf(request)), request.params.user_id);
+        return reply.code(204).send();
+      },
+    );
+  }
 }
 
 export const usersRouteModule: RouteModule = {
