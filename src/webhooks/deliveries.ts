@@ -93,15 +93,36 @@ export class WebhookDeliveries {
   }
 
   /** Every attempt to deliver one event, to every endpoint it went to, in the order they were made. */
-  async attemptsForEvent(actor: Actor, eventId: string): Promise<AttemptView[]> {
+  /** Oldest first, paged like every list: each re-send adds up to five attempts per endpoint. */
+  async attemptsForEvent(
+    actor: Actor,
+    eventId: string,
+    query: { limit: number; cursor?: string | undefined },
+  ): Promise<Page<AttemptView>> {
     await this.event(actor, eventId);
-    const rows = await this.attemptQuery()
-      .where('d.event_id', '=', eventId)
+    const scope = `event_attempts:${eventId}`;
+    const after = query.cursor === undefined ? undefined : this.deps.cursors.decode(scope, query.cursor);
+    let q = this.attemptQuery().where('d.event_id', '=', eventId);
+    if (after) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('a.created_at', '>', after.createdAt),
+          eb.and([eb('a.created_at', '=', after.createdAt), eb('a.id', '>', after.id)]),
+        ]),
+      );
+    }
+    const rows = await q
       .orderBy('a.created_at')
       .orderBy('a.id')
-      .limit(1000)
+      .limit(query.limit + 1)
       .execute();
-    return rows.map(attemptView);
+    return this.page(
+      rows.map(attemptView),
+      query.limit,
+      scope,
+      (a) => a.id,
+      (a) => a.created_at,
+    );
   }
 
   /**

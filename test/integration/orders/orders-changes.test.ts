@@ -248,6 +248,8 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       const res = await items(order.id);
       expect(res.statusCode).toBe(200);
       expect(res.json().data).toEqual(order.items);
+      // The list envelope, as every list has it; an order's items always fit one page.
+      expect(res.json().pagination).toEqual({ has_more: false, next_cursor: null, limit: 50 });
       const first = (order.items as Array<{ id: string }>)[0]!;
       const one = await request(atrium, 'GET', `/api/v2/orders/${order.id}/items/${first.id}`, owner);
       expect(one.json()).toEqual(first);

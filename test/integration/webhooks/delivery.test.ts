@@ -207,6 +207,24 @@ describe('retry rules', () => {
     const rows = (await attemptsOf(atrium, endpoint.id, who.headers)).reverse();
     expect(rows).toHaveLength(5);
     for (const row of rows) expect(row.error).toMatch(/^connection error: ECONNREFUSED/);
+    // The event's own list of attempts pages like every list, oldest first.
+    const eventId = (rows[0] as unknown as { event_id: string }).event_id;
+    const seen: unknown[] = [];
+    let url = `/api/v2/events/${eventId}/attempts?limit=2`;
+    for (const expected of [true, true, false]) {
+      const res = await api(atrium, 'GET', url, who.headers);
+      expect(res.status).toBe(200);
+      const body = res.body as {
+        data: Array<{ attempt: number }>;
+        pagination: { has_more: boolean; next_cursor: string | null; limit: number };
+      };
+      expect(body.pagination.has_more).toBe(expected);
+      expect(body.pagination.limit).toBe(2);
+      seen.push(...body.data.map((a) => a.attempt));
+      if (body.pagination.next_cursor)
+        url = `/api/v2/events/${eventId}/attempts?limit=2&cursor=${encodeURIComponent(body.pagination.next_cursor)}`;
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
     const started = rows.map((r) => Date.parse(r.created_at));
     started.slice(1).forEach((t, i) => {
       expect(t - started[i]!).toBeGreaterThanOrEqual(BASE_MS * 2 ** i - 5);

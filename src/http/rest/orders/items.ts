@@ -1,5 +1,5 @@
-import { Type } from '@sinclair/typebox';
-import { standardErrors } from '../common-schemas.js';
+import { MAX_ITEMS } from '../../../domain/order-model.js';
+import { Page, standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { itemInput } from './input.js';
 import { errorResponse, ItemParams, NoContent, OrderItemInputSchema, OrderParams } from './schemas.js';
@@ -20,10 +20,10 @@ export function registerItems({ app, services, version }: RouteContext): void {
         ...docs(version, 'List the items of an order'),
         params: OrderParams,
         response: {
-          200: Type.Object(
-            { data: Type.Array(version.itemSchema) },
-            { description: 'Every item, oldest first.' },
-          ),
+          200: {
+            ...Page(version.itemSchema),
+            description: `Every item, oldest first, in one page: an order holds at most ${MAX_ITEMS}.`,
+          },
           ...standardErrors,
           404: notFound,
         },
@@ -31,7 +31,10 @@ export function registerItems({ app, services, version }: RouteContext): void {
     },
     async (request) => {
       const order = await services.core.orders.get(actorOf(request), request.params.order_id);
-      return { data: order.items.map(version.item) };
+      return {
+        data: order.items.map(version.item),
+        pagination: { has_more: false, next_cursor: null, limit: MAX_ITEMS },
+      };
     },
   );
 

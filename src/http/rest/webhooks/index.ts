@@ -283,12 +283,19 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       schema: {
         ...docs('List the delivery attempts of an event', 'To every endpoint it went to, oldest first.'),
         params: EventParams,
-        response: { 200: Type.Object({ data: Type.Array(AttemptSchema) }), ...standardErrors, ...notFound },
+        querystring: AttemptListQuery,
+        response: { 200: Page(AttemptSchema), ...standardErrors, ...notFound },
       },
     },
-    async (request) => ({
-      data: await deliveries.attemptsForEvent(actorOf(request), request.params.event_id),
-    }),
+    async (request, reply) => {
+      const limit = request.query.limit ?? 20;
+      const p = await deliveries.attemptsForEvent(actorOf(request), request.params.event_id, {
+        ...request.query,
+        limit,
+      });
+      reply.header('cache-control', 'no-store');
+      return page(p, limit);
+    },
   );
 }
 
