@@ -312,7 +312,12 @@ export function parseConfig(env: Env): Config {
 
   const sunsetRaw = get('V1_SUNSET') ?? '2027-06-30';
   const v1Sunset = new Date(`${sunsetRaw}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(sunsetRaw) || Number.isNaN(v1Sunset.getTime())) {
+  // The round trip refuses a day the month lacks (2027-02-30), which Date would roll into March.
+  if (
+    !/^\d{4}-\d{2}-\d{2}$/.test(sunsetRaw) ||
+    Number.isNaN(v1Sunset.getTime()) ||
+    v1Sunset.toISOString().slice(0, 10) !== sunsetRaw
+  ) {
     throw new ConfigError('V1_SUNSET', 'a date YYYY-MM-DD', sunsetRaw);
   }
 

@@ -74,6 +74,8 @@ describe('configuration', () => {
     ['WEBHOOK_ALLOW_PRIVATE', 'maybe'],
     ['LOG_LEVEL', 'loud'],
     ['V1_SUNSET', '30/06/2027'],
+    ['V1_SUNSET', '2027-02-30'],
+    ['V1_SUNSET', '2027-13-45'],
     ['REQUEST_TIMEOUT_MS', 'soon'],
     ['BODY_LIMIT_BYTES', '0'],
   ];
