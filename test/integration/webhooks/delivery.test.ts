@@ -210,9 +210,9 @@ describe('retry rules', () => {
     // The event's own list of attempts pages like every list, oldest first.
     const eventId = (rows[0] as unknown as { event_id: string }).event_id;
     const seen: unknown[] = [];
-    let url = `/api/v2/events/${eventId}/attempts?limit=2`;
+    let pageUrl = `/api/v2/events/${eventId}/attempts?limit=2`;
     for (const expected of [true, true, false]) {
-      const res = await api(atrium, 'GET', url, who.headers);
+      const res = await api(atrium, 'GET', pageUrl, who.headers);
       expect(res.status).toBe(200);
       const body = res.body as {
         data: Array<{ attempt: number }>;
@@ -222,7 +222,7 @@ describe('retry rules', () => {
       expect(body.pagination.limit).toBe(2);
       seen.push(...body.data.map((a) => a.attempt));
       if (body.pagination.next_cursor)
-        url = `/api/v2/events/${eventId}/attempts?limit=2&cursor=${encodeURIComponent(body.pagination.next_cursor)}`;
+        pageUrl = `/api/v2/events/${eventId}/attempts?limit=2&cursor=${encodeURIComponent(body.pagination.next_cursor)}`;
     }
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     const started = rows.map((r) => Date.parse(r.created_at));
