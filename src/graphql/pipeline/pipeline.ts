@@ -273,7 +273,8 @@ export function createPipeline(
       if (!operation) {
         // Yoga's own words for the same case over HTTP, so every transport says the same.
         const message = 'Could not determine what operation to execute.';
-        return { errors: [new GraphQLError(message, { extensions: { http: { status: 400 } } })] };
+        const extensions = { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } };
+        return { errors: [new GraphQLError(message, { extensions })] };
       }
       const contextValue = await enveloped.contextFactory();
       return {

@@ -33,6 +33,45 @@ function invalidJson(reply: FastifyReply, message: string): void {
   reply.raw.end(JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }));
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * What is wrong with the parameters' shapes, in Yoga's words for the same on /graphql; graphql-sse
+ * would answer "Invalid variables" or "Missing query" with no code.
+ */
+function badParams(params: Record<string, unknown>): string | undefined {
+  const { query, variables, extensions } = params;
+  if (variables !== undefined && variables !== null && !isObject(variables))
+    return `Expected "variables" param to be empty or an object, but given ${Array.isArray(variables) ? 'array' : typeof variables}.`;
+  if (extensions !== undefined && extensions !== null && !isObject(extensions))
+    return 'extensions must be a JSON object.';
+  const hash = isObject(extensions) && isObject(extensions.persistedQuery);
+  if (typeof query !== 'string' && !hash) return 'Send a query (or a persisted query hash).';
+  return undefined;
+}
+
+/**
+ * The request's parameters as graphql-sse reads them, or undefined when they are not JSON (which
+ * `unparsable` or graphql-sse itself answers).
+ */
+function paramsOf(req: FastifyRequest): Record<string, unknown> | undefined {
+  try {
+    if (req.method === 'GET') {
+      const out: Record<string, unknown> = {};
+      for (const [name, value] of new URLSearchParams(req.url.split('?')[1] ?? '')) {
+        out[name] = name === 'variables' || name === 'extensions' ? (JSON.parse(value) as unknown) : value;
+      }
+      return out;
+    }
+    if (typeof req.body !== 'string') return undefined;
+    const parsed = JSON.parse(req.body) as unknown;
+    return isObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What of the request is not JSON, in Yoga's words, or undefined when all of it parses. */
 function unparsable(req: FastifyRequest): string | undefined {
   const parses = (text: string) => {
@@ -130,7 +169,9 @@ export function registerSse(
       try {
         // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
         const badJson = unparsable(req);
-        if (badJson) invalidJson(reply, badJson);
+        const params = badJson === undefined ? paramsOf(req) : undefined;
+        const bad = badJson ?? (params && badParams(params));
+        if (bad) invalidJson(reply, bad);
         else await handler(req, reply);
       } catch (err) {
         if (reply.raw.writableEnded) return;

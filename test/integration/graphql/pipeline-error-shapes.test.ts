@@ -123,6 +123,30 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
     });
   });
 
+  it('SSE: parameters of the wrong shape answer as POST /graphql does, code and words', async () => {
+    const cases = [
+      '{"variables":5,"query":"{ __typename }"}',
+      '{"variables":{}}',
+      '{"query":5}',
+      '{"query":"{ __typename }","extensions":5}',
+      '{"query":"{ __typename }","operationName":5}',
+    ];
+    for (const body of cases) {
+      const post = (path: string, accept: string) =>
+        fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept },
+          body,
+        });
+      const [viaPost, viaSse] = await Promise.all([
+        post('/graphql', 'application/json'),
+        post('/graphql/stream', 'text/event-stream'),
+      ]);
+      expect(viaSse.status, body).toBe(400);
+      expect(await viaSse.json(), body).toEqual(await viaPost.json());
+    }
+  });
+
   it('SSE: a mutation over GET is 405 BAD_REQUEST, as on GET /graphql', async () => {
     const query = encodeURIComponent('mutation { deletePost(id: "pst_x") { deletedPostId } }');
     const res = await fetch(`${base}/graphql/stream?query=${query}`, {
