@@ -1,4 +1,4 @@
-import { GraphQLScalarType, Kind } from 'graphql';
+import { GraphQLError, GraphQLScalarType, Kind, print } from 'graphql';
 import { parseIsoDateTime } from '../domain/validate.js';
 import { badUserInput } from './errors.js';
 
@@ -25,8 +25,18 @@ export const DateTimeScalar = new GraphQLScalarType<Date, string>({
     return date.toISOString();
   },
   parseValue: readIso,
+  // In the query text the refusal points at the literal and names it, as graphql-js words a
+  // literal of the wrong type, instead of a bare message with no location.
   parseLiteral(ast) {
-    if (ast.kind !== Kind.STRING) throw badUserInput('DateTime must be a string.');
-    return readIso(ast.value);
+    try {
+      if (ast.kind !== Kind.STRING) throw badUserInput('DateTime must be a string.');
+      return readIso(ast.value);
+    } catch (err) {
+      const { message, extensions } = err as GraphQLError;
+      throw new GraphQLError(`Expected value of type "DateTime", found ${print(ast)}; ${message}`, {
+        nodes: ast,
+        extensions,
+      });
+    }
   },
 });

@@ -98,6 +98,19 @@ describe('GraphQL mutations: payload errors for validation, GraphQL errors for a
     }
   });
 
+  it('a DateTime literal in the query text is refused naming it, with its location and BAD_USER_INPUT', async () => {
+    const res = await s.gql(
+      `mutation {\n  createPost(input: { title: "T", body: "B", authorId: "${alice.userId}", publishAt: "yesterday" }) { post { id } }\n}`,
+      {},
+      alice.headers,
+    );
+    expect(res.data).toBeUndefined();
+    expect(codes(res)).toEqual(['BAD_USER_INPUT']);
+    const error = res.errors![0]! as { message: string; locations?: Array<{ line: number; column: number }> };
+    expect(error.message).toMatch(/^Expected value of type "DateTime", found "yesterday"; DateTime must be/);
+    expect(error.locations).toEqual([{ line: 2, column: expect.any(Number) }]);
+  });
+
   it('createPost: no credentials is UNAUTHENTICATED; as someone else or as a viewer is FORBIDDEN', async () => {
     const anon = await create({ title: 'T', body: 'B', authorId: alice.userId }, null);
     expect(anon.data).toBeNull();
