@@ -136,7 +136,13 @@ export async function createServices(config: Config, options: ServicesOptions = 
     if (redis) await untilReady(redis, REDIS_START_WAIT_MS);
     services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));
     invalidateUsersOnChange(bus, services.cache, logger);
-    services.oauth = createOAuth({ config, deps, core, limiter: services.limiter });
+    services.oauth = createOAuth({
+      config,
+      deps,
+      core,
+      limiter: services.limiter,
+      sharedHealth: services.sharedHealth,
+    });
     authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
     services.onClose.push(() => services.broadcast.close());

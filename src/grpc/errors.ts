@@ -1,6 +1,7 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import { encodeStatus, STATUS_DETAILS_KEY } from './status-details.js';
 
 /**
@@ -31,6 +32,9 @@ export const GRPC_STATUS: Readonly<Record<ErrorCode, status>> = {
 /** What an unexpected failure (storage, a bug) answers: the cause goes to the log, never the wire. */
 export const INTERNAL_MESSAGE = 'Internal error; the request id in the trailers identifies it in the logs.';
 
+/** What a call answers while the database cannot be reached. */
+export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database right now; retry shortly.';
+
 /**
  * A thrown value as the gRPC status the client receives. DomainErrors keep their message (written
  * for clients) and their field details as google.rpc.BadRequest; anything else is masked.
@@ -38,6 +42,12 @@ export const INTERNAL_MESSAGE = 'Internal error; the request id in the trailers 
 export function toServiceError(err: unknown, base: Metadata, log: Logger): ServiceError {
   // The request id and any rate-limit facts already gathered go out as trailers.
   const metadata = base.clone();
+  // The database is restarting or unreachable (authentication included, which reads the store):
+  // UNAVAILABLE, which clients may retry, as REST answers 503; the driver's words stay in the log.
+  if (isStoreUnavailable(err)) {
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'grpc call: store unavailable');
+    return serviceError(status.UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, metadata);
+  }
   if (!(err instanceof DomainError)) {
     log.error({ err }, 'grpc call failed');
     return serviceError(status.INTERNAL, INTERNAL_MESSAGE, metadata);

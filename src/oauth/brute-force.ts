@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { SlidingWindowLimiter } from '../shared/rate-limiter.js';
+import type { SharedStateHealth } from '../shared/health.js';
+import type { RateDecision, SlidingWindowLimiter } from '../shared/rate-limiter.js';
 import { TooManyAttempts } from './errors.js';
 
 export interface FailureRule {
@@ -26,12 +27,19 @@ export const LOGIN_FAILURES = {
  * Counts failed attempts per identifier (client id, login name) and per source address, through
  * the shared sliding-window limiter so every instance sees the same counts. Only failures count;
  * once either budget is spent every attempt is refused, right or wrong, until the window moves.
+ *
+ * When the limiter's store cannot answer (Redis down) counting is suspended, as REST rate limits
+ * fail open: the attempt is judged on its credentials alone, counted in
+ * `atrium_shared_state_degraded_total{component="brute_force_<name>"}` and logged once per outage.
+ * Refusing every sign-in and token request for the length of a Redis outage would make the
+ * shared counter a single point of failure for the whole token server.
  */
 export class BruteForceGuard {
   constructor(
     private readonly limiter: SlidingWindowLimiter,
     private readonly name: string,
     private readonly rules: { perIdentifier: FailureRule; perAddress: FailureRule },
+    private readonly health?: SharedStateHealth,
   ) {}
 
   /**
@@ -40,29 +48,48 @@ export class BruteForceGuard {
    */
   async check(identifier: string | undefined, address: string): Promise<void> {
     const { perIdentifier: id, perAddress: addr } = this.rules;
-    const decisions = await Promise.all([
-      this.limiter.peek(this.addressKey(address), addr.limit, addr.windowSeconds),
-      ...(identifier === undefined
-        ? []
-        : [this.limiter.peek(this.idKey(identifier), id.limit, id.windowSeconds)]),
-    ]);
+    const decisions = await this.degrading<RateDecision[]>([], () =>
+      Promise.all([
+        this.limiter.peek(this.addressKey(address), addr.limit, addr.windowSeconds),
+        ...(identifier === undefined
+          ? []
+          : [this.limiter.peek(this.idKey(identifier), id.limit, id.windowSeconds)]),
+      ]),
+    );
     const refused = decisions.filter((d) => !d.allowed);
     if (refused.length > 0) throw new TooManyAttempts(Math.max(...refused.map((d) => d.retryAfter)));
   }
 
   async failed(identifier: string | undefined, address: string): Promise<void> {
     const { perIdentifier: id, perAddress: addr } = this.rules;
-    await Promise.all([
-      this.limiter.hit(this.addressKey(address), addr.limit, addr.windowSeconds),
-      ...(identifier === undefined
-        ? []
-        : [this.limiter.hit(this.idKey(identifier), id.limit, id.windowSeconds)]),
-    ]);
+    await this.degrading(undefined, async () => {
+      await Promise.all([
+        this.limiter.hit(this.addressKey(address), addr.limit, addr.windowSeconds),
+        ...(identifier === undefined
+          ? []
+          : [this.limiter.hit(this.idKey(identifier), id.limit, id.windowSeconds)]),
+      ]);
+    });
   }
 
   /** A success clears the identifier's own count (its owner's typos), never the address's. */
   async succeeded(identifier: string): Promise<void> {
-    await this.limiter.reset(this.idKey(identifier));
+    await this.degrading(undefined, () => this.limiter.reset(this.idKey(identifier)));
+  }
+
+  /** Runs a call to the limiter; if its store cannot answer, reports that and goes on with `fallback`. */
+  private async degrading<T>(fallback: T, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      if (!this.health) throw err;
+      this.health.degraded(
+        `brute_force_${this.name}`,
+        `${this.name} failure counting suspended (attempts are not limited)`,
+        err,
+      );
+      return fallback;
+    }
   }
 
   // Identifiers are hashed: keys stay short, and login names never sit in Redis in clear.

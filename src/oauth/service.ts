@@ -2,6 +2,7 @@ import { OAuthBearerVerifier } from '../auth/bearer.js';
 import type { Config } from '../config/schema.js';
 import type { CoreDeps } from '../domain/context.js';
 import type { Core } from '../domain/core.js';
+import type { SharedStateHealth } from '../shared/health.js';
 import type { SlidingWindowLimiter } from '../shared/rate-limiter.js';
 import { BruteForceGuard, CLIENT_AUTH_FAILURES, LOGIN_FAILURES } from './brute-force.js';
 import { ClientAuthenticator } from './client-auth.js';
@@ -39,8 +40,10 @@ export function createOAuth(input: {
   deps: CoreDeps;
   core: Core;
   limiter: SlidingWindowLimiter;
+  /** Where the brute-force guards report going ahead without Redis; without it they throw. */
+  sharedHealth?: SharedStateHealth;
 }): OAuth {
-  const { config, deps, core, limiter } = input;
+  const { config, deps, core, limiter, sharedHealth } = input;
   const clients = new ClientService(deps, config);
   // A key leaves the JWKS once the last token it signed (at retirement) has expired, plus leeway.
   const signingKeys =
@@ -54,9 +57,9 @@ export function createOAuth(input: {
   const codes = new AuthorizationCodes(deps, refresh);
   const clientAuth = new ClientAuthenticator(
     clients,
-    new BruteForceGuard(limiter, 'client', CLIENT_AUTH_FAILURES),
+    new BruteForceGuard(limiter, 'client', CLIENT_AUTH_FAILURES, sharedHealth),
   );
-  const loginGuard = new BruteForceGuard(limiter, 'login', LOGIN_FAILURES);
+  const loginGuard = new BruteForceGuard(limiter, 'login', LOGIN_FAILURES, sharedHealth);
   const introspector = new TokenIntrospector(tokens, refresh, clients, core.users);
   return {
     config,

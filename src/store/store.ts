@@ -130,6 +130,8 @@ function withStatementCache(conn: SQLite.Database): SQLite.Database {
  * would surface as a 500. A parameter with NUL is refused as invalid input before it is sent, for
  * every surface at once; SQLite stores NUL and needs no guard.
  */
+const LENT_GUARDED = new WeakSet<object>();
+
 function refusingNul(pool: pg.Pool): pg.Pool {
   const check = (values: unknown) => {
     if (!Array.isArray(values)) return;
@@ -149,6 +151,15 @@ function refusingNul(pool: pg.Pool): pg.Pool {
       }
       return async () => {
         const client = await target.connect();
+        // pg-pool takes its error listener off a client while it is lent out; if the server goes
+        // away then, between two queries, the client emits 'error' with nobody listening, which
+        // would end the process. The query in flight (if any) is rejected anyway, and the next one
+        // on this client fails with an error isStoreUnavailable knows, so the listener only keeps
+        // the process up.
+        if (!LENT_GUARDED.has(client)) {
+          LENT_GUARDED.add(client);
+          client.on('error', () => undefined);
+        }
         return new Proxy(client, {
           get(c, p) {
             const value = Reflect.get(c, p, c) as unknown;

@@ -14,6 +14,7 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { DomainError } from '../../domain/errors.js';
+import { isStoreUnavailable } from '../../store/errors.js';
 import { enterRequestScope, type RequestScope, runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
@@ -94,6 +95,35 @@ export function unauthenticatedError(err: unknown): GraphQLError {
   const headers = { 'WWW-Authenticate': typeof challenge === 'string' ? challenge : 'Bearer' };
   return new GraphQLError(message, {
     extensions: { code: 'UNAUTHENTICATED', http: { status: 401, headers } },
+  });
+}
+
+/** The core's codes that mean "these credentials are refused": anything else is not the caller's fault. */
+const CREDENTIAL_CODES = new Set(['unauthenticated', 'invalid_api_key', 'invalid_token', 'token_expired']);
+
+/**
+ * Why checking the credentials failed, as the GraphQL error every transport answers: refused
+ * credentials are UNAUTHENTICATED (401); a store that cannot be reached is SERVICE_UNAVAILABLE with
+ * REST's 503 and `Retry-After: 1` and no storage text (docs/deployment.md, PostgreSQL restarting);
+ * anything else is a masked INTERNAL_SERVER_ERROR (500), logged with its cause.
+ */
+export function authenticationError(
+  err: unknown,
+  log: { error(obj: object, msg: string): void },
+): GraphQLError {
+  if (err instanceof GraphQLError) return err;
+  if (err instanceof DomainError && CREDENTIAL_CODES.has(err.code)) return unauthenticatedError(err);
+  if (isStoreUnavailable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
+    return new GraphQLError('The service cannot reach its database right now; retry shortly.', {
+      extensions: {
+        code: 'SERVICE_UNAVAILABLE',
+        http: { status: 503, headers: { 'Retry-After': '1' } },
+      },
+    });
+  }
+  log.error({ err }, 'graphql authentication failed');
+  return new GraphQLError('Unexpected error.', {
+    extensions: { code: 'INTERNAL_SERVER_ERROR', http: { status: 500 } },
   });
 }
 
@@ -179,7 +209,7 @@ export function createPipeline(
     try {
       return await services.authenticator.authenticate(credentials);
     } catch (err) {
-      throw unauthenticatedError(err);
+      throw authenticationError(err, services.logger);
     }
   }
 

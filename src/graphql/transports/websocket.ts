@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { useServer } from 'graphql-ws/use/ws';
+import { GraphQLError } from 'graphql';
 import { WebSocketServer } from 'ws';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
@@ -13,6 +14,15 @@ import { publicError, publicResult } from './public-errors.js';
 /** decisions §8: a connection has 10 s to send `connection_init`, else it is closed with 4408. */
 export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
 
+/**
+ * Close codes for a `connection_init` whose credentials could not be checked (they were not refused):
+ * 1013 "Try Again Later" (RFC 6455 registry) while the store cannot be reached, which graphql-ws
+ * clients retry with back-off; graphql-ws's own 4500 for anything else. Only refused credentials
+ * close with 4403 Forbidden.
+ */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
+export const CLOSE_INTERNAL_ERROR = 4500;
+
 /** What the connection remembers between `connection_init` and its operations. */
 type Extra = { principal?: Principal | null; credentials?: Credentials };
 
@@ -21,7 +31,8 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : un
 /**
  * graphql-ws at /graphql on the Fastify server's HTTP server. Credentials come in the
  * `connection_init` payload (`{ authorization }` or `{ "x-api-key" }`, decisions §3) and are checked
- * once by the shared Authenticator; bad ones close the socket with 4403. Every operation then goes
+ * once by the shared Authenticator; bad ones close the socket with 4403, a store that cannot be
+ * reached with 1013 and any other failure with 4500 (an outage must not look like bad credentials). Every operation then goes
  * through the pipeline's prepare() (persisted query, parse, validate, context) and the enveloped
  * execute/subscribe (budget), exactly as POST and GET do.
  */
@@ -57,8 +68,13 @@ export function attachWebSocket(
           };
           ctx.extra.principal = await pipeline.authenticate(ctx.extra.credentials);
           return true;
-        } catch {
-          // graphql-ws closes with 4403 Forbidden.
+        } catch (err) {
+          const code = err instanceof GraphQLError ? err.extensions.code : undefined;
+          if (code === 'SERVICE_UNAVAILABLE')
+            ctx.extra.socket.close(CLOSE_TRY_AGAIN_LATER, 'Service temporarily unavailable');
+          else if (code !== 'UNAUTHENTICATED')
+            ctx.extra.socket.close(CLOSE_INTERNAL_ERROR, 'Internal server error');
+          // Refused credentials: graphql-ws closes with 4403 Forbidden (a socket closed above stays so).
           return false;
         }
       },

@@ -109,6 +109,16 @@ export function errorPage(message: string): string {
   );
 }
 
+/** The database is unreachable for a moment: nothing is wrong with the request, so reloading will do. */
+export function unavailablePage(): string {
+  return layout(
+    'Temporarily unavailable',
+    `<h1 id="title">The service is temporarily unavailable</h1>
+    <p role="alert">The sign-in service cannot reach its database right now.</p>
+    <p class="fine">Reload this page in a moment to try again.</p>`,
+  );
+}
+
 /** The one stylesheet, served from this origin so the CSP can stay `style-src 'self'`. */
 export const PAGES_CSS = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
 body { margin: 0; min-height: 100vh; display: grid; place-items: center; background: Canvas; color: CanvasText; }

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
-import { errorPage } from './html.js';
+import { isStoreUnavailable } from '../../store/errors.js';
+import { errorPage, unavailablePage } from './html.js';
 
 /**
  * No script anywhere; styles only from this origin; the form may post only here and, because
@@ -63,6 +64,16 @@ export async function guarded(
   } catch (err) {
     if (err instanceof DomainError && err.code === 'validation_error') {
       return sendPage(reply, 400, errorPage('The request holds a value that is not allowed.'));
+    }
+    // The database is restarting or unreachable: say so, and when to retry, as /oauth/token's 503
+    // temporarily_unavailable does; a 500 would tell the person something is broken for good.
+    if (isStoreUnavailable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
+      request.log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'authorization page: store unavailable',
+      );
+      reply.header('Retry-After', '1');
+      return sendPage(reply, 503, unavailablePage());
     }
     request.log.error({ err }, 'authorization page failed');
     return sendPage(reply, 500, errorPage('Something went wrong on our side. Please try again.'));

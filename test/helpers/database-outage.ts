@@ -1,0 +1,73 @@
+import pg from 'pg';
+import { createAtrium, type Atrium, type ServerRole } from '../../src/compose.js';
+import { parseConfig } from '../../src/config/schema.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+/** The PostgreSQL server the outage tests reach through a proxy, whatever dialect the run uses. */
+export const OUTAGE_ADMIN_URL = process.env.TEST_DATABASE_URL?.startsWith('postgres')
+  ? process.env.TEST_DATABASE_URL
+  : 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Why the outage tests cannot run here (no PostgreSQL answering), or undefined. */
+export async function postgresMissing(): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: OUTAGE_ADMIN_URL });
+  try {
+    await client.connect();
+    return undefined;
+  } catch (err) {
+    return `PostgreSQL at ${OUTAGE_ADMIN_URL} does not answer: ${(err as Error).message}`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export interface AtriumBehindProxy {
+  atrium: Atrium;
+  /** Makes the database unreachable for this Atrium: its connections drop, new ones are refused. */
+  cutDatabase(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * An Atrium on a fresh PostgreSQL database that it reaches through a TCP proxy of the test's own,
+ * so the test can take the database away from it (docs/deployment.md, "When Redis or PostgreSQL
+ * fails") without stopping a server anyone else uses.
+ */
+export async function startAtriumBehindProxy(
+  env: Record<string, string> = {},
+  roles: readonly ServerRole[] = ['api', 'auth'],
+): Promise<AtriumBehindProxy> {
+  const database: TestDatabase = await freshDatabase({ adminUrl: OUTAGE_ADMIN_URL });
+  const url = new URL(database.url);
+  const proxy = await TcpProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+  url.host = `127.0.0.1:${proxy.port}`;
+  let atrium: Atrium;
+  try {
+    atrium = await createAtrium(
+      parseConfig({
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'silent',
+        DATABASE_URL: url.toString(),
+        PORT: '0',
+        GRPC_PORT: '0',
+        HOST: '127.0.0.1',
+        ...env,
+      }),
+      roles,
+    );
+  } catch (err) {
+    await proxy.cut();
+    await database.drop();
+    throw err;
+  }
+  return {
+    atrium,
+    cutDatabase: () => proxy.cut(),
+    async stop() {
+      await atrium.close();
+      await proxy.cut().catch(() => undefined);
+      await database.drop();
+    },
+  };
+}
