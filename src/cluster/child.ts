@@ -67,20 +67,33 @@ export class Child {
   }
 }
 
-/** Polls `url` until it answers 200; throws after `timeoutMs` or when `alive()` turns false. */
-export async function waitForOk(url: string, timeoutMs: number, alive: () => boolean): Promise<void> {
+/**
+ * Polls `url` until it answers 200; throws after `timeoutMs` or when `alive()` turns false, and at
+ * once when `foreign` finds that the answer came from someone else (it returns why).
+ */
+export async function waitForOk(
+  url: string,
+  timeoutMs: number,
+  alive: () => boolean,
+  foreign?: (res: Response) => string | undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < deadline) {
     if (!alive()) throw new Error(`exited before ${url} answered (${last})`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      const stranger = foreign?.(res);
+      if (stranger !== undefined) throw new ForeignAnswer(`${url} ${stranger}`);
       if (res.status === 200) return;
       last = `status ${res.status}`;
     } catch (err) {
+      if (err instanceof ForeignAnswer) throw err;
       last = err instanceof Error ? err.message : String(err);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (${last})`);
 }
+
+class ForeignAnswer extends Error {}

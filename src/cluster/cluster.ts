@@ -7,7 +7,7 @@ import { Child, waitForOk } from './child.js';
 import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
-import { assertPortsFree } from './ports.js';
+import { assertPlanFits, assertPortsFree } from './ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -89,15 +89,19 @@ export class Cluster {
     }
     const host = options.host ?? '127.0.0.1';
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
-    await assertPortsFree(host, [
+    const planned = [
       { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
-      { port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' },
+      ...(options.layout.grpc > 0
+        ? [{ port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' }]
+        : []),
       ...specs.flatMap((s) =>
         [s.port, s.grpcPort]
           .filter((port) => port > 0)
           .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
       ),
-    ]);
+    ];
+    assertPlanFits(planned);
+    await assertPortsFree(host, planned);
     await ensureDatabase(options.databaseUrl);
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });
@@ -196,7 +200,17 @@ export class Cluster {
     this.nginx.start();
     const nginx = this.nginx;
     try {
-      await waitForOk(`${this.httpUrl}/healthz`, 15_000, () => nginx.running);
+      // nginx adds `Server: nginx` (server_tokens off) and drops the instances' own Server header;
+      // an answer without it comes from someone else on the port, never from this nginx.
+      await waitForOk(
+        `${this.httpUrl}/healthz`,
+        15_000,
+        () => nginx.running,
+        (res) =>
+          res.headers.get('server')?.startsWith('nginx')
+            ? undefined
+            : `answered without nginx's Server header: another process listens on ${this.options.httpPort}`,
+      );
     } catch (err) {
       throw new Error(
         `nginx (${binary}) did not start: ${(err as Error).message}\n${this.tail('nginx')}${readOr(join(this.runDir, 'error.log'))}`,
