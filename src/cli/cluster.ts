@@ -1,5 +1,5 @@
-import { Cluster } from '../cluster/cluster.js';
-import { layoutFrom } from '../cluster/layout.js';
+import { Cluster, StartAborted } from '../cluster/cluster.js';
+import { type LayoutCounts, layoutFrom } from '../cluster/layout.js';
 import { renderNginxSite } from '../cluster/nginx-config.js';
 import { planLayout } from '../cluster/layout.js';
 import { integer, parse } from './args.js';
@@ -30,7 +30,7 @@ export async function runCluster(argv: string[]): Promise<number> {
     worker: { type: 'string' },
     'print-nginx': { type: 'boolean' },
   });
-  let layout;
+  let layout: LayoutCounts;
   try {
     layout = layoutFrom({ api: values.api, auth: values.auth, grpc: values.grpc, worker: values.worker });
   } catch (err) {
@@ -62,48 +62,83 @@ export async function runCluster(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const cluster = await Cluster.start({
-    databaseUrl:
-      values['database-url'] ??
-      env('CLUSTER_DATABASE_URL') ??
-      'postgres://postgres@127.0.0.1:5432/atrium_cluster',
-    redisUrl: values['redis-url'] ?? env('CLUSTER_REDIS_URL') ?? 'redis://127.0.0.1:6379',
-    layout,
-    host,
-    httpPort,
-    grpcPort,
-    basePort,
-    nginxBinary: values.nginx ?? env('CLUSTER_NGINX') ?? '/usr/sbin/nginx',
-  });
-  printResult({
-    http: cluster.httpUrl,
-    grpc: layout.grpc > 0 ? cluster.grpcAddress : null,
-    processes: cluster.processes.map((p) => ({
-      name: p.spec.name,
-      role: p.spec.role,
-      url: p.url,
-      grpc: p.spec.grpcPort > 0 ? `${host}:${p.spec.grpcPort}` : undefined,
-      pid: p.child.pid,
-    })),
-    logs: `${cluster.runDir}/logs`,
-  });
-  process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);
+  // Handlers first: a signal while the cluster starts stops what has started (processes, nginx)
+  // instead of killing this process alone and leaving its children running.
+  const aborting = new AbortController();
+  let stopRequested: ((signal: NodeJS.Signals) => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopRequested) stopRequested(signal);
+    else if (!aborting.signal.aborted) {
+      process.stderr.write(`atrium cluster: ${signal} while starting; stopping what has started\n`);
+      aborting.abort();
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await startAndRun();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = () => {
-      if (stopping) return;
-      stopping = true;
-      process.stderr.write('atrium cluster: stopping\n');
-      cluster.stop().then(
-        () => resolve(0),
-        (err: unknown) => {
-          process.stderr.write(`atrium cluster: ${(err as Error).message}\n`);
-          resolve(1);
-        },
+  async function startAndRun(): Promise<number> {
+    let cluster: Cluster;
+    try {
+      cluster = await Cluster.start({
+        databaseUrl:
+          values['database-url'] ??
+          env('CLUSTER_DATABASE_URL') ??
+          'postgres://postgres@127.0.0.1:5432/atrium_cluster',
+        redisUrl: values['redis-url'] ?? env('CLUSTER_REDIS_URL') ?? 'redis://127.0.0.1:6379',
+        layout,
+        host,
+        httpPort,
+        grpcPort,
+        basePort,
+        nginxBinary: values.nginx ?? env('CLUSTER_NGINX') ?? '/usr/sbin/nginx',
+        signal: aborting.signal,
+      });
+    } catch (err) {
+      if (!(err instanceof StartAborted)) throw err;
+      process.stderr.write('atrium cluster: stopped before it was ready\n');
+      return 0;
+    }
+    const started = cluster;
+    printResult({
+      http: cluster.httpUrl,
+      grpc: layout.grpc > 0 ? cluster.grpcAddress : null,
+      processes: cluster.processes.map((p) => ({
+        name: p.spec.name,
+        role: p.spec.role,
+        url: p.url,
+        grpc: p.spec.grpcPort > 0 ? `${host}:${p.spec.grpcPort}` : undefined,
+        pid: p.child.pid,
+      })),
+      logs: `${cluster.runDir}/logs`,
+    });
+    cluster.watch((exit) => {
+      const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+      const ports = exit.grpcPort ? `port ${exit.port}, gRPC ${exit.grpcPort}` : `port ${exit.port}`;
+      process.stderr.write(
+        `atrium cluster: ${exit.name} (role ${exit.role}, ${ports}) exited with ${how} and is not restarted; ` +
+          `its log: ${exit.log}; to bring it back, stop the cluster (Ctrl-C) and start it again\n`,
       );
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+    });
+    process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);
+
+    return new Promise<number>((resolve) => {
+      stopRequested = () => {
+        stopRequested = () => undefined;
+        process.stderr.write('atrium cluster: stopping\n');
+        started.stop().then(
+          () => resolve(0),
+          (err: unknown) => {
+            process.stderr.write(`atrium cluster: ${(err as Error).message}\n`);
+            resolve(1);
+          },
+        );
+      };
+    });
+  }
 }

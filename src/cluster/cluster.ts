@@ -39,6 +39,31 @@ export interface ClusterOptions {
   /** Working directory for logs and nginx; a fresh temporary one by default. */
   runDir?: string;
   startTimeoutMs?: number;
+  /**
+   * Aborting it while start() runs stops whatever has started (migration, processes, nginx) and
+   * makes start() throw StartAborted (a SIGTERM to `atrium cluster` before it is ready).
+   */
+  signal?: AbortSignal;
+}
+
+/** start() was aborted through its signal; everything it had started is stopped. */
+export class StartAborted extends Error {
+  constructor() {
+    super('the cluster was stopped before it was ready');
+  }
+}
+
+/** A process of the cluster (or its nginx) that exited without being asked to. */
+export interface UnexpectedExit {
+  name: string;
+  /** api, auth, grpc, worker, or nginx. */
+  role: string;
+  /** Its HTTP port (nginx: the HTTP listener). */
+  port: number;
+  grpcPort?: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  log: string;
 }
 
 export interface RunningProcess {
@@ -57,6 +82,7 @@ const NGINX_RETRY_AFTER_MS = 2_500;
  */
 export class Cluster {
   private nginx: Child | undefined;
+  private migrating: Child | undefined;
   private site: NginxSite | undefined;
   private constructor(
     readonly options: ClusterOptions,
@@ -103,6 +129,7 @@ export class Cluster {
     assertPlanFits(planned);
     await assertPortsFree(host, planned);
     await ensureDatabase(options.databaseUrl);
+    if (options.signal?.aborted) throw new StartAborted();
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });
     const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
@@ -133,13 +160,24 @@ export class Cluster {
       ),
     }));
     const cluster = new Cluster(options, runDir, processes, command, env);
+    const { signal } = options;
+    const whenAborted = () => void cluster.stop();
+    signal?.addEventListener('abort', whenAborted, { once: true });
+    const goOn = () => {
+      if (signal?.aborted) throw new StartAborted();
+    };
     try {
       await cluster.migrate();
+      goOn();
       await Promise.all(processes.map((p) => cluster.startProcess(p)));
+      goOn();
       await cluster.startNginx();
+      goOn();
     } catch (err) {
       await cluster.stop();
-      throw err;
+      throw signal?.aborted ? new StartAborted() : err;
+    } finally {
+      signal?.removeEventListener('abort', whenAborted);
     }
     return cluster;
   }
@@ -154,9 +192,12 @@ export class Cluster {
       join(this.runDir, 'logs', 'migrate.log'),
       ROOT,
     );
+    this.migrating = child;
     child.start();
     const code = await child.whenExited();
+    this.migrating = undefined;
     child.closeLog();
+    if (this.options.signal?.aborted) throw new StartAborted();
     if (code !== 0) throw new Error(`atrium migrate failed (exit ${code}): ${this.tail('migrate')}`);
   }
 
@@ -271,6 +312,7 @@ export class Cluster {
 
   /** Stops nginx (gracefully), then every process (SIGTERM, drain), in parallel. */
   async stop(): Promise<void> {
+    await this.migrating?.stop('SIGTERM');
     await this.nginx?.stop('SIGQUIT', 10_000);
     this.nginx?.closeLog();
     await Promise.all(
@@ -279,6 +321,35 @@ export class Cluster {
         p.child.closeLog();
       }),
     );
+  }
+
+  /**
+   * Calls `report` whenever one of the processes or nginx exits without stop() or restart() having
+   * stopped it. Nothing restarts it; the caller says so (docs/deployment.md).
+   */
+  watch(report: (exit: UnexpectedExit) => void): void {
+    for (const p of this.processes) {
+      p.child.onUnexpectedExit = (code, signal) =>
+        report({
+          name: p.spec.name,
+          role: p.spec.role,
+          port: p.spec.port,
+          ...(p.spec.grpcPort > 0 ? { grpcPort: p.spec.grpcPort } : {}),
+          code,
+          signal,
+          log: join(this.runDir, 'logs', `${p.spec.name}.log`),
+        });
+    }
+    if (this.nginx)
+      this.nginx.onUnexpectedExit = (code, signal) =>
+        report({
+          name: 'nginx',
+          role: 'nginx',
+          port: this.options.httpPort,
+          code,
+          signal,
+          log: join(this.runDir, 'error.log'),
+        });
   }
 
   /** Removes the run directory (logs, nginx config); after stop(). */

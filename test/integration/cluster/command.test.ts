@@ -1,9 +1,19 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../../../src/cluster/cluster.js';
-import { runCli } from '../../helpers/cli.js';
+import { root, runCli } from '../../helpers/cli.js';
 import { freshDatabase } from '../../helpers/database.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { ensureBuilt } from '../../helpers/build.js';
@@ -20,6 +30,79 @@ function refusal(result: { code: number | null; stdout: string; stderr: string }
     code: result.code,
     ...(JSON.parse(lines[0]!) as { error: string; variable?: string; message: string }),
   };
+}
+
+/** Every process below `pid` (Linux: /proc/PID/task/TID/children). */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const walk = (p: number) => {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const c of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
+        found.push(c);
+        walk(c);
+      }
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** Whether process `pid` still exists (a zombie counts as gone: it runs nothing). */
+function alive(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A base port with `n` free ports from it on (the CLI takes a base port, not a list). */
+async function freeRun(n: number): Promise<number> {
+  for (;;) {
+    const [base] = await freePorts(1);
+    let ok = true;
+    for (let i = 1; i < n && ok; i++) ok = await bindable(base! + i);
+    if (ok) return base!;
+  }
+}
+
+/** Resolves once `condition` holds, checking every 50 ms (the test's own timeout bounds it). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** `atrium cluster` from the build, as `npm run cluster` runs it. */
+function spawnCluster(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), 'cluster', ...args], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { child, out, exited };
 }
 
 // Nothing listens on port 1: a check that reached the database would fail there, not where asked.
@@ -140,6 +223,74 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
     } finally {
       await cluster.stop();
       cluster.removeRunDir();
+      await database.drop();
+    }
+  });
+  it('a SIGTERM while it starts stops every process it has started, then exits 0', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(2);
+    // A stand-in for nginx that never answers: the cluster stays in its start, every process up.
+    const marker = join(dir, 'nginx-started');
+    const fake = join(dir, 'silent-nginx');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\nexec ${process.execPath} -e 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, ""); setInterval(() => {}, 1e6)'\n`,
+    );
+    chmodSync(fake, 0o755);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const run = spawnCluster(
+        [...['--api', '1', '--auth', '0', '--grpc', '0', '--worker', '1'], '--nginx', fake],
+        {
+          CLUSTER_HTTP_PORT: String(httpPort),
+          CLUSTER_BASE_PORT: String(base),
+          CLUSTER_DATABASE_URL: database.url,
+          CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        },
+      );
+      await until(() => existsSync(marker) || run.child.exitCode !== null);
+      expect(existsSync(marker), run.out.stderr).toBe(true);
+      const started = descendants(run.child.pid!);
+      // api-1, worker-1 and the stand-in.
+      expect(started.length).toBeGreaterThanOrEqual(3);
+      run.child.kill('SIGTERM');
+      expect(await run.exited, run.out.stderr).toBe(0);
+      expect(run.out.stdout).toBe('');
+      expect(started.filter(alive)).toEqual([]);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('says which process exited, with its role, port and signal, when one stops by itself', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(2);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const run = spawnCluster(['--api', '2', '--auth', '0', '--grpc', '0', '--worker', '0'], {
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_BASE_PORT: String(base),
+        CLUSTER_DATABASE_URL: database.url,
+        CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        CLUSTER_NGINX: NGINX!,
+      });
+      await until(() => run.out.stdout.includes('\n') || run.child.exitCode !== null);
+      const ready = JSON.parse(run.out.stdout) as { processes: { name: string; pid: number }[] };
+      const api1 = ready.processes.find((p) => p.name === 'api-1')!;
+      process.kill(api1.pid, 'SIGTERM');
+      await until(() => /api-1 .*exited/.test(run.out.stderr) || run.child.exitCode !== null);
+      const line = run.out.stderr.split('\n').find((l) => l.includes('api-1'))!;
+      expect(line).toContain(`role api, port ${base}`);
+      expect(line).toMatch(/exited with (signal SIGTERM|code 0)/);
+      run.child.kill('SIGTERM');
+      expect(await run.exited, run.out.stderr).toBe(0);
+    } finally {
       await database.drop();
     }
   });
