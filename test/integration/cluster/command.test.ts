@@ -294,4 +294,48 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
       await database.drop();
     }
   });
+  it('npm run cluster: a SIGTERM to npm stops the cluster it runs (the script execs node)', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(1);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const npm = spawn(
+        'npm',
+        ['run', '-s', 'cluster', '--', '--api', '1', '--auth', '0', '--grpc', '0', '--worker', '0'],
+        {
+          cwd: root,
+          env: {
+            ...process.env,
+            NODE_ENV: 'development',
+            LOG_LEVEL: 'warn',
+            CLUSTER_HTTP_PORT: String(httpPort),
+            CLUSTER_BASE_PORT: String(base),
+            CLUSTER_DATABASE_URL: database.url,
+            CLUSTER_REDIS_URL: TEST_REDIS_URL,
+            CLUSTER_NGINX: NGINX!,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stdout = '';
+      let stderr = '';
+      npm.stdout.on('data', (d) => (stdout += d));
+      npm.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise((resolve) => npm.on('close', resolve));
+      await until(() => stdout.includes('\n') || npm.exitCode !== null);
+      expect(stdout, stderr).toContain('"http"');
+      // node (the cluster), api-1 and nginx (master and workers) below npm.
+      const started = descendants(npm.pid!);
+      expect(started.length, stderr).toBeGreaterThanOrEqual(3);
+      npm.kill('SIGTERM');
+      await exited;
+      await until(() => !started.some(alive));
+      expect(stderr).toContain('atrium cluster: stopping');
+    } finally {
+      await database.drop();
+    }
+  });
 });
