@@ -7,7 +7,7 @@ import { Child, waitForOk } from './child.js';
 import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
-import { assertPlanFits, assertPortsFree } from './ports.js';
+import { assertPlanFits, assertPortsFree, type PlannedPort } from './ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -108,27 +108,25 @@ export class Cluster {
   static async start(options: ClusterOptions): Promise<Cluster> {
     if (!/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
       throw new ConfigError(
-        'DATABASE_URL',
+        'CLUSTER_DATABASE_URL',
         'postgres://... for a cluster: several processes cannot share one SQLite file (docs/deployment.md)',
         options.databaseUrl,
       );
     }
     const host = options.host ?? '127.0.0.1';
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
-    const planned = [
-      { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
-      ...(options.layout.grpc > 0
-        ? [{ port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' }]
-        : []),
-      ...specs.flatMap((s) =>
-        [s.port, s.grpcPort]
-          .filter((port) => port > 0)
-          .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
-      ),
-    ];
+    const planned = plannedPorts(options.layout, options.httpPort, options.grpcPort, specs);
     assertPlanFits(planned);
     await assertPortsFree(host, planned);
-    await ensureDatabase(options.databaseUrl);
+    await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
+      // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
+      const { code, message } = err as { code?: string; message?: string };
+      throw new ConfigError(
+        'CLUSTER_DATABASE_URL',
+        `a PostgreSQL server that answers and lets its user create the database (${code ?? message ?? String(err)})`,
+        redactPassword(options.databaseUrl),
+      );
+    });
     if (options.signal?.aborted) throw new StartAborted();
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });
@@ -371,6 +369,34 @@ function readOr(path: string): string {
     return readFileSync(path, 'utf8');
   } catch {
     return '';
+  }
+}
+
+/** Every port nginx and the processes will listen on, with the setting that chose it. */
+export function plannedPorts(
+  layout: LayoutCounts,
+  httpPort: number,
+  grpcPort: number,
+  specs: readonly ProcessSpec[],
+): PlannedPort[] {
+  return [
+    { port: httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
+    ...(layout.grpc > 0 ? [{ port: grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' }] : []),
+    ...specs.flatMap((s) =>
+      [s.port, s.grpcPort]
+        .filter((port) => port > 0)
+        .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
+    ),
+  ];
+}
+
+function redactPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
   }
 }
 

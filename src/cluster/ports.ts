@@ -57,6 +57,8 @@ export function assertPlanFits(planned: readonly PlannedPort[]): void {
   }
   const seen = new Map<number, PlannedPort>();
   for (const p of planned) {
+    // 0: any free port (tests), so never the same as another.
+    if (p.port === 0) continue;
     const first = seen.get(p.port);
     if (first) {
       const settings =

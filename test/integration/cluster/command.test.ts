@@ -164,6 +164,63 @@ describe(
   },
 );
 
+describe(
+  'atrium cluster names the setting of a bad input before it starts anything',
+  { timeout: 90_000 },
+  () => {
+    it('refuses each with one line: a flag as bad usage, a variable as invalid_configuration', async () => {
+      const [httpPort, grpcPort, closed] = await freePorts(3);
+      const base = await freeRun(7);
+      const ports = {
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_GRPC_PORT: String(grpcPort),
+        CLUSTER_BASE_PORT: String(base),
+      };
+      // Every check below comes before the database, which would refuse the start otherwise.
+      const unreachable = { ...ports, CLUSTER_DATABASE_URL: UNREACHABLE_DB };
+      const cases: [string[], Record<string, string>, object, string][] = [
+        // Nothing listens on `closed`: the server does not answer.
+        [
+          [],
+          { ...ports, CLUSTER_DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/x` },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_DATABASE_URL' },
+          'ECONNREFUSED',
+        ],
+        [['--nginx', '/nonexistent/nginx'], unreachable, { code: 2, error: 'usage' }, '--nginx'],
+        [['--nginx', ''], unreachable, { code: 2, error: 'usage' }, '--nginx'],
+        [
+          [],
+          { ...unreachable, CLUSTER_NGINX: '/nonexistent/nginx' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_NGINX' },
+          'ENOENT',
+        ],
+        [
+          [],
+          { ...unreachable, CLUSTER_REDIS_URL: 'http://x' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_REDIS_URL' },
+          'redis://',
+        ],
+        [['--host', ''], unreachable, { code: 2, error: 'usage' }, '--host'],
+        [['--print-nginx', '--host', 'bad host;'], {}, { code: 2, error: 'usage' }, '--host'],
+        [
+          [],
+          { ...unreachable, CLUSTER_HTTP_PORT: 'abc' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_HTTP_PORT' },
+          'a port 1-65535',
+        ],
+        [['--http-port', 'abc'], unreachable, { code: 2, error: 'usage' }, '--http-port'],
+      ];
+      const results = await Promise.all(cases.map(([args, env]) => runCli(['cluster', ...args], env)));
+      results.forEach((result, i) => {
+        const [args, env, expected, text] = cases[i]!;
+        const line = refusal(result);
+        expect(line, JSON.stringify({ args, env })).toMatchObject(expected);
+        expect(line.message, JSON.stringify({ args, env })).toContain(text);
+      });
+    });
+  },
+);
+
 describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
   let skip: string | undefined;
   let dir: string;
