@@ -1,14 +1,35 @@
-import { Cluster } from '../cluster/cluster.js';
-import { layoutFrom } from '../cluster/layout.js';
+import { Cluster, StartAborted } from '../cluster/cluster.js';
+import { type LayoutCounts, layoutFrom } from '../cluster/layout.js';
 import { renderNginxSite } from '../cluster/nginx-config.js';
 import { planLayout } from '../cluster/layout.js';
-import { integer, parse } from './args.js';
+import { accessSync, constants, statSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { plannedPorts } from '../cluster/cluster.js';
+import { assertPlanFits } from '../cluster/ports.js';
+import { ConfigError } from '../config/schema.js';
+import { parse } from './args.js';
 import { printResult, UsageError } from './io.js';
 
 const env = (name: string) => {
   const v = process.env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 };
+
+/** A DNS name: labels of letters, digits and inner hyphens, joined by dots. */
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** Why `path` cannot be run as a program, or undefined. */
+function executableProblem(path: string): string | undefined {
+  if (path === '') return 'empty';
+  try {
+    if (!statSync(path).isFile()) return `${path} is not a file`;
+    accessSync(path, constants.X_OK);
+    return undefined;
+  } catch (err) {
+    return `${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+}
 
 /**
  * `atrium cluster`: the deployment layout on this machine (docs/deployment.md). Prints one JSON
@@ -30,26 +51,42 @@ export async function runCluster(argv: string[]): Promise<number> {
     worker: { type: 'string' },
     'print-nginx': { type: 'boolean' },
   });
-  let layout;
+  let layout: LayoutCounts;
   try {
     layout = layoutFrom({ api: values.api, auth: values.auth, grpc: values.grpc, worker: values.worker });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  // Each setting comes from its flag or its variable; a bad value is refused naming the one the
+  // user set: a flag as bad usage (exit 2), a variable as invalid_configuration (exit 1).
+  const setting = (flag: string, variable: string) => {
+    const fromFlag = (values as Record<string, string | boolean | undefined>)[flag];
+    const raw = typeof fromFlag === 'string' ? fromFlag : env(variable);
+    const refuse = (accepts: string): Error =>
+      typeof fromFlag === 'string'
+        ? new UsageError(`--${flag}: ${accepts} (got ${JSON.stringify(fromFlag)})`)
+        : new ConfigError(variable, accepts, raw ?? '');
+    return { raw, refuse };
+  };
   const port = (flag: string, variable: string, fallback: number) => {
-    const raw = (values as Record<string, string | undefined>)[flag] ?? env(variable);
-    const n = integer(raw, flag) ?? fallback;
-    if (n < 1 || n > 65535) throw new UsageError(`--${flag} must be a port 1-65535`);
-    return n;
+    const { raw, refuse } = setting(flag, variable);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) throw refuse('a port 1-65535');
+    return Number(raw);
   };
   const httpPort = port('http-port', 'CLUSTER_HTTP_PORT', 8080);
   const grpcPort = port('grpc-port', 'CLUSTER_GRPC_PORT', 8081);
   const basePort = port('base-port', 'CLUSTER_BASE_PORT', 4000);
-  const host = values.host ?? env('CLUSTER_HOST') ?? '127.0.0.1';
+  const hostSetting = setting('host', 'CLUSTER_HOST');
+  const host = hostSetting.raw ?? '127.0.0.1';
+  // It goes into nginx's configuration and every process's HOST and PUBLIC_URL as it is.
+  if (!isIP(host) && !HOSTNAME.test(host))
+    throw hostSetting.refuse('an IP address or a host name (letters, digits, "-" and ".")');
 
   if (values['print-nginx']) {
+    assertPlanFits(plannedPorts(layout, httpPort, grpcPort, planLayout(layout, basePort)));
     const specs = planLayout(layout, basePort);
-    const at = (p: number) => `${host}:${p}`;
+    const at = (p: number) => `${isIP(host) === 6 ? `[${host}]` : host}:${p}`;
     process.stdout.write(
       renderNginxSite({
         httpListen: at(httpPort),
@@ -62,48 +99,96 @@ export async function runCluster(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const cluster = await Cluster.start({
-    databaseUrl:
-      values['database-url'] ??
-      env('CLUSTER_DATABASE_URL') ??
-      'postgres://postgres@127.0.0.1:5432/atrium_cluster',
-    redisUrl: values['redis-url'] ?? env('CLUSTER_REDIS_URL') ?? 'redis://127.0.0.1:6379',
-    layout,
-    host,
-    httpPort,
-    grpcPort,
-    basePort,
-    nginxBinary: values.nginx ?? env('CLUSTER_NGINX') ?? '/usr/sbin/nginx',
-  });
-  printResult({
-    http: cluster.httpUrl,
-    grpc: layout.grpc > 0 ? cluster.grpcAddress : null,
-    processes: cluster.processes.map((p) => ({
-      name: p.spec.name,
-      role: p.spec.role,
-      url: p.url,
-      grpc: p.spec.grpcPort > 0 ? `${host}:${p.spec.grpcPort}` : undefined,
-      pid: p.child.pid,
-    })),
-    logs: `${cluster.runDir}/logs`,
-  });
-  process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);
+  const databaseSetting = setting('database-url', 'CLUSTER_DATABASE_URL');
+  const databaseUrl = databaseSetting.raw ?? 'postgres://postgres@127.0.0.1:5432/atrium_cluster';
+  if (!/^postgres(ql)?:\/\/[^/]/.test(databaseUrl) || !URL.canParse(databaseUrl))
+    throw databaseSetting.refuse(
+      'postgres://... for a cluster: several processes cannot share one SQLite file (docs/deployment.md)',
+    );
+  const redisSetting = setting('redis-url', 'CLUSTER_REDIS_URL');
+  const redisUrl = redisSetting.raw ?? 'redis://127.0.0.1:6379';
+  if (!/^rediss?:\/\/[^/]/.test(redisUrl) || !URL.canParse(redisUrl))
+    throw redisSetting.refuse('redis://HOST:PORT or rediss://...');
+  const nginxSetting = setting('nginx', 'CLUSTER_NGINX');
+  const nginxBinary = nginxSetting.raw ?? '/usr/sbin/nginx';
+  const nginxProblem = executableProblem(nginxBinary);
+  if (nginxProblem)
+    throw nginxSetting.refuse(`the path of the nginx program (apt-get install -y nginx): ${nginxProblem}`);
 
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = () => {
-      if (stopping) return;
-      stopping = true;
-      process.stderr.write('atrium cluster: stopping\n');
-      cluster.stop().then(
-        () => resolve(0),
-        (err: unknown) => {
-          process.stderr.write(`atrium cluster: ${(err as Error).message}\n`);
-          resolve(1);
-        },
+  // Handlers first: a signal while the cluster starts stops what has started (processes, nginx)
+  // instead of killing this process alone and leaving its children running.
+  const aborting = new AbortController();
+  let stopRequested: ((signal: NodeJS.Signals) => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopRequested) stopRequested(signal);
+    else if (!aborting.signal.aborted) {
+      process.stderr.write(`atrium cluster: ${signal} while starting; stopping what has started\n`);
+      aborting.abort();
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await startAndRun();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+
+  async function startAndRun(): Promise<number> {
+    let cluster: Cluster;
+    try {
+      cluster = await Cluster.start({
+        databaseUrl,
+        redisUrl,
+        layout,
+        host,
+        httpPort,
+        grpcPort,
+        basePort,
+        nginxBinary,
+        signal: aborting.signal,
+      });
+    } catch (err) {
+      if (!(err instanceof StartAborted)) throw err;
+      process.stderr.write('atrium cluster: stopped before it was ready\n');
+      return 0;
+    }
+    const started = cluster;
+    printResult({
+      http: cluster.httpUrl,
+      grpc: layout.grpc > 0 ? cluster.grpcAddress : null,
+      processes: cluster.processes.map((p) => ({
+        name: p.spec.name,
+        role: p.spec.role,
+        url: p.url,
+        grpc: p.spec.grpcPort > 0 ? `${host}:${p.spec.grpcPort}` : undefined,
+        pid: p.child.pid,
+      })),
+      logs: `${cluster.runDir}/logs`,
+    });
+    cluster.watch((exit) => {
+      const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+      const ports = exit.grpcPort ? `port ${exit.port}, gRPC ${exit.grpcPort}` : `port ${exit.port}`;
+      process.stderr.write(
+        `atrium cluster: ${exit.name} (role ${exit.role}, ${ports}) exited with ${how} and is not restarted; ` +
+          `its log: ${exit.log}; to bring it back, stop the cluster (Ctrl-C) and start it again\n`,
       );
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+    });
+    process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);
+
+    return new Promise<number>((resolve) => {
+      stopRequested = () => {
+        stopRequested = () => undefined;
+        process.stderr.write('atrium cluster: stopping\n');
+        started.stop().then(
+          () => resolve(0),
+          (err: unknown) => {
+            process.stderr.write(`atrium cluster: ${(err as Error).message}\n`);
+            resolve(1);
+          },
+        );
+      };
+    });
+  }
 }

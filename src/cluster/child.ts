@@ -6,6 +6,9 @@ export class Child {
   private process: ChildProcess | undefined;
   private exited: Promise<number | null> = Promise.resolve(null);
   private log: WriteStream | undefined;
+  private stopRequested = false;
+  /** Called when the process exits without stop() having asked it to (a crash, a kill from outside). */
+  onUnexpectedExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | undefined;
 
   constructor(
     readonly name: string,
@@ -34,8 +37,12 @@ export class Child {
     child.stdout!.pipe(this.log, { end: false });
     child.stderr!.pipe(this.log, { end: false });
     this.process = child;
+    this.stopRequested = false;
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code) => resolve(code));
+      child.once('exit', (code, signal) => {
+        resolve(code);
+        if (!this.stopRequested) this.onUnexpectedExit?.(code, signal);
+      });
       child.once('error', (err) => {
         this.log?.write(`${this.name}: could not start: ${err.message}\n`);
         resolve(null);
@@ -51,6 +58,7 @@ export class Child {
   /** Sends `signal`, then SIGKILL after `graceMs`; resolves when the process has exited. */
   async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 35_000): Promise<number | null> {
     const child = this.process;
+    this.stopRequested = true;
     if (!child || !this.running) return this.exited;
     child.kill(signal);
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
@@ -67,20 +75,33 @@ export class Child {
   }
 }
 
-/** Polls `url` until it answers 200; throws after `timeoutMs` or when `alive()` turns false. */
-export async function waitForOk(url: string, timeoutMs: number, alive: () => boolean): Promise<void> {
+/**
+ * Polls `url` until it answers 200; throws after `timeoutMs` or when `alive()` turns false, and at
+ * once when `foreign` finds that the answer came from someone else (it returns why).
+ */
+export async function waitForOk(
+  url: string,
+  timeoutMs: number,
+  alive: () => boolean,
+  foreign?: (res: Response) => string | undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < deadline) {
     if (!alive()) throw new Error(`exited before ${url} answered (${last})`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      const stranger = foreign?.(res);
+      if (stranger !== undefined) throw new ForeignAnswer(`${url} ${stranger}`);
       if (res.status === 200) return;
       last = `status ${res.status}`;
     } catch (err) {
+      if (err instanceof ForeignAnswer) throw err;
       last = err instanceof Error ? err.message : String(err);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (${last})`);
 }
+
+class ForeignAnswer extends Error {}

@@ -7,7 +7,7 @@ import { Child, waitForOk } from './child.js';
 import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
-import { assertPortsFree } from './ports.js';
+import { assertPlanFits, assertPortsFree, type PlannedPort } from './ports.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -39,6 +39,31 @@ export interface ClusterOptions {
   /** Working directory for logs and nginx; a fresh temporary one by default. */
   runDir?: string;
   startTimeoutMs?: number;
+  /**
+   * Aborting it while start() runs stops whatever has started (migration, processes, nginx) and
+   * makes start() throw StartAborted (a SIGTERM to `atrium cluster` before it is ready).
+   */
+  signal?: AbortSignal;
+}
+
+/** start() was aborted through its signal; everything it had started is stopped. */
+export class StartAborted extends Error {
+  constructor() {
+    super('the cluster was stopped before it was ready');
+  }
+}
+
+/** A process of the cluster (or its nginx) that exited without being asked to. */
+export interface UnexpectedExit {
+  name: string;
+  /** api, auth, grpc, worker, or nginx. */
+  role: string;
+  /** Its HTTP port (nginx: the HTTP listener). */
+  port: number;
+  grpcPort?: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  log: string;
 }
 
 export interface RunningProcess {
@@ -57,6 +82,7 @@ const NGINX_RETRY_AFTER_MS = 2_500;
  */
 export class Cluster {
   private nginx: Child | undefined;
+  private migrating: Child | undefined;
   private site: NginxSite | undefined;
   private constructor(
     readonly options: ClusterOptions,
@@ -82,23 +108,26 @@ export class Cluster {
   static async start(options: ClusterOptions): Promise<Cluster> {
     if (!/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
       throw new ConfigError(
-        'DATABASE_URL',
+        'CLUSTER_DATABASE_URL',
         'postgres://... for a cluster: several processes cannot share one SQLite file (docs/deployment.md)',
         options.databaseUrl,
       );
     }
     const host = options.host ?? '127.0.0.1';
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
-    await assertPortsFree(host, [
-      { port: options.httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
-      { port: options.grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' },
-      ...specs.flatMap((s) =>
-        [s.port, s.grpcPort]
-          .filter((port) => port > 0)
-          .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
-      ),
-    ]);
-    await ensureDatabase(options.databaseUrl);
+    const planned = plannedPorts(options.layout, options.httpPort, options.grpcPort, specs);
+    assertPlanFits(planned);
+    await assertPortsFree(host, planned);
+    await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
+      // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
+      const { code, message } = err as { code?: string; message?: string };
+      throw new ConfigError(
+        'CLUSTER_DATABASE_URL',
+        `a PostgreSQL server that answers and lets its user create the database (${code ?? message ?? String(err)})`,
+        redactPassword(options.databaseUrl),
+      );
+    });
+    if (options.signal?.aborted) throw new StartAborted();
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });
     const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
@@ -129,13 +158,24 @@ export class Cluster {
       ),
     }));
     const cluster = new Cluster(options, runDir, processes, command, env);
+    const { signal } = options;
+    const whenAborted = () => void cluster.stop();
+    signal?.addEventListener('abort', whenAborted, { once: true });
+    const goOn = () => {
+      if (signal?.aborted) throw new StartAborted();
+    };
     try {
       await cluster.migrate();
+      goOn();
       await Promise.all(processes.map((p) => cluster.startProcess(p)));
+      goOn();
       await cluster.startNginx();
+      goOn();
     } catch (err) {
       await cluster.stop();
-      throw err;
+      throw signal?.aborted ? new StartAborted() : err;
+    } finally {
+      signal?.removeEventListener('abort', whenAborted);
     }
     return cluster;
   }
@@ -150,9 +190,12 @@ export class Cluster {
       join(this.runDir, 'logs', 'migrate.log'),
       ROOT,
     );
+    this.migrating = child;
     child.start();
     const code = await child.whenExited();
+    this.migrating = undefined;
     child.closeLog();
+    if (this.options.signal?.aborted) throw new StartAborted();
     if (code !== 0) throw new Error(`atrium migrate failed (exit ${code}): ${this.tail('migrate')}`);
   }
 
@@ -196,7 +239,17 @@ export class Cluster {
     this.nginx.start();
     const nginx = this.nginx;
     try {
-      await waitForOk(`${this.httpUrl}/healthz`, 15_000, () => nginx.running);
+      // nginx adds `Server: nginx` (server_tokens off) and drops the instances' own Server header;
+      // an answer without it comes from someone else on the port, never from this nginx.
+      await waitForOk(
+        `${this.httpUrl}/healthz`,
+        15_000,
+        () => nginx.running,
+        (res) =>
+          res.headers.get('server')?.startsWith('nginx')
+            ? undefined
+            : `answered without nginx's Server header: another process listens on ${this.options.httpPort}`,
+      );
     } catch (err) {
       throw new Error(
         `nginx (${binary}) did not start: ${(err as Error).message}\n${this.tail('nginx')}${readOr(join(this.runDir, 'error.log'))}`,
@@ -257,6 +310,7 @@ export class Cluster {
 
   /** Stops nginx (gracefully), then every process (SIGTERM, drain), in parallel. */
   async stop(): Promise<void> {
+    await this.migrating?.stop('SIGTERM');
     await this.nginx?.stop('SIGQUIT', 10_000);
     this.nginx?.closeLog();
     await Promise.all(
@@ -265,6 +319,35 @@ export class Cluster {
         p.child.closeLog();
       }),
     );
+  }
+
+  /**
+   * Calls `report` whenever one of the processes or nginx exits without stop() or restart() having
+   * stopped it. Nothing restarts it; the caller says so (docs/deployment.md).
+   */
+  watch(report: (exit: UnexpectedExit) => void): void {
+    for (const p of this.processes) {
+      p.child.onUnexpectedExit = (code, signal) =>
+        report({
+          name: p.spec.name,
+          role: p.spec.role,
+          port: p.spec.port,
+          ...(p.spec.grpcPort > 0 ? { grpcPort: p.spec.grpcPort } : {}),
+          code,
+          signal,
+          log: join(this.runDir, 'logs', `${p.spec.name}.log`),
+        });
+    }
+    if (this.nginx)
+      this.nginx.onUnexpectedExit = (code, signal) =>
+        report({
+          name: 'nginx',
+          role: 'nginx',
+          port: this.options.httpPort,
+          code,
+          signal,
+          log: join(this.runDir, 'error.log'),
+        });
   }
 
   /** Removes the run directory (logs, nginx config); after stop(). */
@@ -286,6 +369,34 @@ function readOr(path: string): string {
     return readFileSync(path, 'utf8');
   } catch {
     return '';
+  }
+}
+
+/** Every port nginx and the processes will listen on, with the setting that chose it. */
+export function plannedPorts(
+  layout: LayoutCounts,
+  httpPort: number,
+  grpcPort: number,
+  specs: readonly ProcessSpec[],
+): PlannedPort[] {
+  return [
+    { port: httpPort, setting: 'CLUSTER_HTTP_PORT', listener: 'nginx (HTTP)' },
+    ...(layout.grpc > 0 ? [{ port: grpcPort, setting: 'CLUSTER_GRPC_PORT', listener: 'nginx (gRPC)' }] : []),
+    ...specs.flatMap((s) =>
+      [s.port, s.grpcPort]
+        .filter((port) => port > 0)
+        .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
+    ),
+  ];
+}
+
+function redactPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
   }
 }
 

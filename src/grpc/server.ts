@@ -112,14 +112,18 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
   };
   return {
     async listen() {
+      // grpc-js parses `::1:50051` as a host `::1:50051` without a port, which fails with
+      // EADDRNOTAVAIL: an IPv6 address takes brackets here, as in a URL.
+      const host =
+        config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host;
       const port = await new Promise<number>((resolve, reject) =>
-        server.bindAsync(`${config.host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (err, p) =>
+        server.bindAsync(`${host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (err, p) =>
           err ? reject(err) : resolve(p),
         ),
       );
       bound = true;
       health.set('SERVING');
-      return `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+      return `${host}:${port}`;
     },
     announceDrain,
     stopAccepting() {

@@ -1,0 +1,398 @@
+import { spawn } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster } from '../../../src/cluster/cluster.js';
+import { root, runCli } from '../../helpers/cli.js';
+import { freshDatabase } from '../../helpers/database.js';
+import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { ensureBuilt } from '../../helpers/build.js';
+import { freePorts, missingPrerequisite, NGINX } from './support.js';
+
+const ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The one JSON line a refused `atrium cluster` writes on stderr. */
+function refusal(result: { code: number | null; stdout: string; stderr: string }) {
+  const lines = result.stderr.trim().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(result.stdout).toBe('');
+  return {
+    code: result.code,
+    ...(JSON.parse(lines[0]!) as { error: string; variable?: string; message: string }),
+  };
+}
+
+/** Every process below `pid` (Linux: /proc/PID/task/TID/children). */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const walk = (p: number) => {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const c of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
+        found.push(c);
+        walk(c);
+      }
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** Whether process `pid` still exists (a zombie counts as gone: it runs nothing). */
+function alive(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A base port with `n` free ports from it on (the CLI takes a base port, not a list). */
+async function freeRun(n: number): Promise<number> {
+  for (;;) {
+    const [base] = await freePorts(1);
+    let ok = true;
+    for (let i = 1; i < n && ok; i++) ok = await bindable(base! + i);
+    if (ok) return base!;
+  }
+}
+
+/** Resolves once `condition` holds, checking every 50 ms (the test's own timeout bounds it). */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** `atrium cluster` from the build, as `npm run cluster` runs it. */
+function spawnCluster(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), 'cluster', ...args], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { child, out, exited };
+}
+
+// Nothing listens on port 1: a check that reached the database would fail there, not where asked.
+const UNREACHABLE_DB = 'postgres://postgres@127.0.0.1:1/x';
+
+describe(
+  'atrium cluster refuses a plan that cannot work before it starts anything',
+  { timeout: 60_000 },
+  () => {
+    it('two of its own listeners on one port, naming both settings', async () => {
+      const [base] = await freePorts(1);
+      // auth-1 is base + 2 in the reference layout; nginx's HTTP listener asked for the same port.
+      const overlap = refusal(
+        await runCli(
+          [
+            'cluster',
+            '--base-port',
+            String(base),
+            '--http-port',
+            String(base! + 2),
+            '--database-url',
+            UNREACHABLE_DB,
+          ],
+          {},
+        ),
+      );
+      expect(overlap).toMatchObject({
+        code: 1,
+        error: 'invalid_configuration',
+        variable: 'CLUSTER_BASE_PORT',
+      });
+      expect(overlap.message).toContain('CLUSTER_HTTP_PORT');
+      expect(overlap.message).toContain('auth-1');
+      const same = refusal(
+        await runCli(
+          [
+            'cluster',
+            '--http-port',
+            String(base),
+            '--grpc-port',
+            String(base),
+            '--database-url',
+            UNREACHABLE_DB,
+          ],
+          {},
+        ),
+      );
+      expect(same).toMatchObject({ code: 1, error: 'invalid_configuration', variable: 'CLUSTER_GRPC_PORT' });
+      expect(same.message).toContain('CLUSTER_HTTP_PORT');
+    });
+
+    it('a base port that runs past 65535', async () => {
+      const over = refusal(
+        await runCli(['cluster', '--base-port', '65500', '--database-url', UNREACHABLE_DB], {}),
+      );
+      expect(over).toMatchObject({ code: 1, error: 'invalid_configuration', variable: 'CLUSTER_BASE_PORT' });
+      expect(over.message).toContain('65535');
+    });
+  },
+);
+
+describe(
+  'atrium cluster names the setting of a bad input before it starts anything',
+  { timeout: 90_000 },
+  () => {
+    it('refuses each with one line: a flag as bad usage, a variable as invalid_configuration', async () => {
+      const [httpPort, grpcPort, closed] = await freePorts(3);
+      const base = await freeRun(7);
+      const ports = {
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_GRPC_PORT: String(grpcPort),
+        CLUSTER_BASE_PORT: String(base),
+      };
+      // Every check below comes before the database, which would refuse the start otherwise.
+      const unreachable = { ...ports, CLUSTER_DATABASE_URL: UNREACHABLE_DB };
+      const cases: [string[], Record<string, string>, object, string][] = [
+        // Nothing listens on `closed`: the server does not answer.
+        [
+          [],
+          { ...ports, CLUSTER_DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/x` },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_DATABASE_URL' },
+          'ECONNREFUSED',
+        ],
+        [['--nginx', '/nonexistent/nginx'], unreachable, { code: 2, error: 'usage' }, '--nginx'],
+        [['--nginx', ''], unreachable, { code: 2, error: 'usage' }, '--nginx'],
+        [
+          [],
+          { ...unreachable, CLUSTER_NGINX: '/nonexistent/nginx' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_NGINX' },
+          'ENOENT',
+        ],
+        [
+          [],
+          { ...unreachable, CLUSTER_REDIS_URL: 'http://x' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_REDIS_URL' },
+          'redis://',
+        ],
+        [['--host', ''], unreachable, { code: 2, error: 'usage' }, '--host'],
+        [['--print-nginx', '--host', 'bad host;'], {}, { code: 2, error: 'usage' }, '--host'],
+        [
+          [],
+          { ...unreachable, CLUSTER_HTTP_PORT: 'abc' },
+          { code: 1, error: 'invalid_configuration', variable: 'CLUSTER_HTTP_PORT' },
+          'a port 1-65535',
+        ],
+        [['--http-port', 'abc'], unreachable, { code: 2, error: 'usage' }, '--http-port'],
+      ];
+      const results = await Promise.all(cases.map(([args, env]) => runCli(['cluster', ...args], env)));
+      results.forEach((result, i) => {
+        const [args, env, expected, text] = cases[i]!;
+        const line = refusal(result);
+        expect(line, JSON.stringify({ args, env })).toMatchObject(expected);
+        expect(line.message, JSON.stringify({ args, env })).toContain(text);
+      });
+    });
+  },
+);
+
+describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
+  let skip: string | undefined;
+  let dir: string;
+  beforeAll(async () => {
+    skip = await missingPrerequisite();
+    dir = mkdtempSync(join(tmpdir(), 'atrium-cluster-command-'));
+    if (!skip) ensureBuilt();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is not ready while something other than its nginx answers on the HTTP port', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort, grpcPort, api] = await freePorts(3);
+    // A stand-in for nginx that answers /healthz 200 itself, as a backend on that port would.
+    const fake = join(dir, 'not-nginx');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\nexec ${process.execPath} -e 'require("node:http").createServer((q, r) => r.end("ok")).listen(${httpPort}, "127.0.0.1")'\n`,
+    );
+    chmodSync(fake, 0o755);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const started = Cluster.start({
+        databaseUrl: database.url,
+        redisUrl: TEST_REDIS_URL,
+        layout: { api: 1, auth: 0, grpc: 0, worker: 0 },
+        httpPort: httpPort!,
+        grpcPort: grpcPort!,
+        ports: [api!],
+        nginxBinary: fake,
+        env: { LOG_LEVEL: 'warn' },
+      });
+      await expect(started).rejects.toThrow(/without nginx's Server header/);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('is ready through its real nginx', async ({ skip: skipIt }) => {
+    if (skip) skipIt();
+    const [httpPort, grpcPort, api] = await freePorts(3);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    const cluster = await Cluster.start({
+      databaseUrl: database.url,
+      redisUrl: TEST_REDIS_URL,
+      layout: { api: 1, auth: 0, grpc: 0, worker: 0 },
+      httpPort: httpPort!,
+      grpcPort: grpcPort!,
+      ports: [api!],
+      nginxBinary: NGINX,
+      env: { LOG_LEVEL: 'warn' },
+    });
+    try {
+      expect((await fetch(`${cluster.httpUrl}/healthz`)).headers.get('server')).toBe('nginx');
+    } finally {
+      await cluster.stop();
+      cluster.removeRunDir();
+      await database.drop();
+    }
+  });
+  it('a SIGTERM while it starts stops every process it has started, then exits 0', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(2);
+    // A stand-in for nginx that never answers: the cluster stays in its start, every process up.
+    const marker = join(dir, 'nginx-started');
+    const fake = join(dir, 'silent-nginx');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\nexec ${process.execPath} -e 'require("node:fs").writeFileSync(${JSON.stringify(marker)}, ""); setInterval(() => {}, 1e6)'\n`,
+    );
+    chmodSync(fake, 0o755);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const run = spawnCluster(
+        [...['--api', '1', '--auth', '0', '--grpc', '0', '--worker', '1'], '--nginx', fake],
+        {
+          CLUSTER_HTTP_PORT: String(httpPort),
+          CLUSTER_BASE_PORT: String(base),
+          CLUSTER_DATABASE_URL: database.url,
+          CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        },
+      );
+      await until(() => existsSync(marker) || run.child.exitCode !== null);
+      expect(existsSync(marker), run.out.stderr).toBe(true);
+      const started = descendants(run.child.pid!);
+      // api-1, worker-1 and the stand-in.
+      expect(started.length).toBeGreaterThanOrEqual(3);
+      run.child.kill('SIGTERM');
+      expect(await run.exited, run.out.stderr).toBe(0);
+      expect(run.out.stdout).toBe('');
+      expect(started.filter(alive)).toEqual([]);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('says which process exited, with its role, port and signal, when one stops by itself', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(2);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const run = spawnCluster(['--api', '2', '--auth', '0', '--grpc', '0', '--worker', '0'], {
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_BASE_PORT: String(base),
+        CLUSTER_DATABASE_URL: database.url,
+        CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        CLUSTER_NGINX: NGINX!,
+      });
+      await until(() => run.out.stdout.includes('\n') || run.child.exitCode !== null);
+      const ready = JSON.parse(run.out.stdout) as { processes: { name: string; pid: number }[] };
+      const api1 = ready.processes.find((p) => p.name === 'api-1')!;
+      process.kill(api1.pid, 'SIGTERM');
+      await until(() => /api-1 .*exited/.test(run.out.stderr) || run.child.exitCode !== null);
+      const line = run.out.stderr.split('\n').find((l) => l.includes('api-1'))!;
+      expect(line).toContain(`role api, port ${base}`);
+      expect(line).toMatch(/exited with (signal SIGTERM|code 0)/);
+      run.child.kill('SIGTERM');
+      expect(await run.exited, run.out.stderr).toBe(0);
+    } finally {
+      await database.drop();
+    }
+  });
+  it('npm run cluster: a SIGTERM to npm stops the cluster it runs (the script execs node)', async ({
+    skip: skipIt,
+  }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(1);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const npm = spawn(
+        'npm',
+        ['run', '-s', 'cluster', '--', '--api', '1', '--auth', '0', '--grpc', '0', '--worker', '0'],
+        {
+          cwd: root,
+          env: {
+            ...process.env,
+            NODE_ENV: 'development',
+            LOG_LEVEL: 'warn',
+            CLUSTER_HTTP_PORT: String(httpPort),
+            CLUSTER_BASE_PORT: String(base),
+            CLUSTER_DATABASE_URL: database.url,
+            CLUSTER_REDIS_URL: TEST_REDIS_URL,
+            CLUSTER_NGINX: NGINX!,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stdout = '';
+      let stderr = '';
+      npm.stdout.on('data', (d) => (stdout += d));
+      npm.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise((resolve) => npm.on('close', resolve));
+      await until(() => stdout.includes('\n') || npm.exitCode !== null);
+      expect(stdout, stderr).toContain('"http"');
+      // node (the cluster), api-1 and nginx (master and workers) below npm.
+      const started = descendants(npm.pid!);
+      expect(started.length, stderr).toBeGreaterThanOrEqual(3);
+      npm.kill('SIGTERM');
+      await exited;
+      await until(() => !started.some(alive));
+      expect(stderr).toContain('atrium cluster: stopping');
+    } finally {
+      await database.drop();
+    }
+  });
+});
