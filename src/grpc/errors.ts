@@ -42,6 +42,12 @@ export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database 
 export function toServiceError(err: unknown, base: Metadata, log: Logger): ServiceError {
   // The request id and any rate-limit facts already gathered go out as trailers.
   const metadata = base.clone();
+  // A status the pipeline chose itself (UNAVAILABLE while draining) goes out as it is, with the trailers.
+  if (err instanceof Error && (err as Partial<ServiceError>).metadata instanceof Metadata) {
+    const chosen = err as ServiceError;
+    for (const [name, value] of Object.entries(chosen.metadata.getMap())) metadata.set(name, value);
+    return serviceError(chosen.code, chosen.details, metadata);
+  }
   // The database is restarting or unreachable (authentication included, which reads the store):
   // UNAVAILABLE, which clients may retry, as REST answers 503; the driver's words stay in the log.
   if (isStoreUnavailable(err)) {
