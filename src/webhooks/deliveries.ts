@@ -55,29 +55,7 @@ export class WebhookDeliveries {
     query: { limit: number; cursor?: string | undefined },
   ): Promise<Page<AttemptView>> {
     await this.endpoints.owned(actor, endpointId);
-    const scope = `webhook_attempts:${endpointId}`;
-    const after = query.cursor === undefined ? undefined : this.deps.cursors.decode(scope, query.cursor);
-    let q = this.attemptQuery().where('d.endpoint_id', '=', endpointId);
-    if (after) {
-      q = q.where((eb) =>
-        eb.or([
-          eb('a.created_at', '<', after.createdAt),
-          eb.and([eb('a.created_at', '=', after.createdAt), eb('a.id', '<', after.id)]),
-        ]),
-      );
-    }
-    const rows = await q
-      .orderBy('a.created_at', 'desc')
-      .orderBy('a.id', 'desc')
-      .limit(query.limit + 1)
-      .execute();
-    return this.page(
-      rows.map(attemptView),
-      query.limit,
-      scope,
-      (a) => a.id,
-      (a) => a.created_at,
-    );
+    return this.attemptsPage('d.endpoint_id', endpointId, `webhook_attempts:${endpointId}`, 'desc', query);
   }
 
   /** The event's envelope, when the actor owns it (or is an admin). */
@@ -92,28 +70,41 @@ export class WebhookDeliveries {
     return envelope(row);
   }
 
-  /** Every attempt to deliver one event, to every endpoint it went to, in the order they were made. */
-  /** Oldest first, paged like every list: each re-send adds up to five attempts per endpoint. */
+  /**
+   * Every attempt to deliver one event, to every endpoint it went to, oldest first; paged like every
+   * list, since each re-send adds up to five attempts per endpoint.
+   */
   async attemptsForEvent(
     actor: Actor,
     eventId: string,
     query: { limit: number; cursor?: string | undefined },
   ): Promise<Page<AttemptView>> {
     await this.event(actor, eventId);
-    const scope = `event_attempts:${eventId}`;
+    return this.attemptsPage('d.event_id', eventId, `event_attempts:${eventId}`, 'asc', query);
+  }
+
+  /** One page of the attempts whose delivery has `column = value`, by (created_at, id) in `order`. */
+  private async attemptsPage(
+    column: 'd.endpoint_id' | 'd.event_id',
+    value: string,
+    scope: string,
+    order: 'asc' | 'desc',
+    query: { limit: number; cursor?: string | undefined },
+  ): Promise<Page<AttemptView>> {
     const after = query.cursor === undefined ? undefined : this.deps.cursors.decode(scope, query.cursor);
-    let q = this.attemptQuery().where('d.event_id', '=', eventId);
+    const beyond = order === 'asc' ? '>' : '<';
+    let q = this.attemptQuery().where(column, '=', value);
     if (after) {
       q = q.where((eb) =>
         eb.or([
-          eb('a.created_at', '>', after.createdAt),
-          eb.and([eb('a.created_at', '=', after.createdAt), eb('a.id', '>', after.id)]),
+          eb('a.created_at', beyond, after.createdAt),
+          eb.and([eb('a.created_at', '=', after.createdAt), eb('a.id', beyond, after.id)]),
         ]),
       );
     }
     const rows = await q
-      .orderBy('a.created_at')
-      .orderBy('a.id')
+      .orderBy('a.created_at', order)
+      .orderBy('a.id', order)
       .limit(query.limit + 1)
       .execute();
     return this.page(

@@ -213,13 +213,12 @@ export function createPipeline(
     }
   }
 
-  /** A stream's credentials checked again: a field error (UNAUTHENTICATED) once they stop holding. */
+  /**
+   * A stream's credentials checked again, through the same step and error mapping as at its start:
+   * UNAUTHENTICATED once they stop holding, SERVICE_UNAVAILABLE while the store cannot be reached.
+   */
   async function recheck(credentials: Credentials): Promise<void> {
-    try {
-      await services.authenticator.authenticate(credentials);
-    } catch (err) {
-      throw toGraphQLError(err);
-    }
+    await authenticate(credentials);
   }
 
   const yoga = createYoga<HttpServerContext, GraphQLContext>({
