@@ -91,6 +91,24 @@ describe.skipIf(skip !== undefined)('gRPC health when PostgreSQL goes away and c
       expect(w.end).toBeUndefined();
     }
   });
+
+  it("keeps the gRPC server's own drain NOT_SERVING through a recovery", async () => {
+    const watched = watchHealth(health, '');
+    await waitFor(() => watched.statuses.length > 0, 5_000, 'the first status');
+    await env.cutDatabase();
+    await untilChecked(health, 'NOT_SERVING', 'with the database cut');
+
+    // The drain's first step alone, as GrpcServer offers it: the process is not marked draining, so
+    // only health's own rule (a drain is final) can keep it NOT_SERVING once the database is back.
+    env.atrium.grpc!.announceDrain();
+    await env.restoreDatabase();
+    const deadline = Date.now() + NOTICE_MS;
+    while ((await readyz(httpUrl)) !== 200 && Date.now() < deadline) await sleep(100);
+    expect(await readyz(httpUrl)).toBe(200);
+    await sleep(DEFAULT_HEALTH_PROBE_MS * 2 + 500);
+    expect(await statuses(health)).toEqual(['NOT_SERVING', 'NOT_SERVING']);
+    expect(watched.statuses).toEqual(['SERVING', 'NOT_SERVING']);
+  });
 });
 
 describe.skipIf(skip !== undefined)('gRPC health when a drain begins during an outage', () => {
