@@ -16,7 +16,6 @@ import { createHttpApp } from './http/app.js';
 import { HttpDrain } from './http/drain.js';
 import type { GrpcServer } from './grpc/server.js';
 import { type AfterAuthentication, type HttpAuth, httpAuth } from './http/auth.js';
-import type { ReadinessCheck } from './http/plugins/health.js';
 import { documentedAuth } from './http/docs/security.js';
 import { rateLimitStep } from './http/rate-limit.js';
 import { invalidateUsersOnChange } from './http/rest/users/cache.js';
@@ -29,6 +28,7 @@ import { type SharedStateHealth, untilReady } from './shared/health.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
+import { checksFor, type ReadinessCheck } from './process/readiness.js';
 import { firstContact } from './store/first-contact.js';
 import { openStore, type Store } from './store/store.js';
 import { startPurgeJob } from './maintenance/purge.js';
@@ -215,7 +215,7 @@ export async function createAtrium(
         config,
         logger: services.logger,
         store: services.store,
-        readiness: services.readiness.filter((c) => !c.roles || c.roles.some((r) => roles.includes(r))),
+        readiness: checksFor(services.readiness, roles),
         isDraining: () => services.draining,
         closesConnections: () => httpDrain?.closesConnections ?? false,
         metrics: services.metrics,

@@ -7,6 +7,7 @@ import type { Services } from '../compose.js';
 import { UserActivity } from '../domain/activity.js';
 import { CallPipeline } from './call.js';
 import { UserServiceService } from './gen/users/v1/users.gen.js';
+import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
 import { grpcMetrics } from './metrics.js';
 import { reflectionService } from './reflection.js';
@@ -20,10 +21,24 @@ export interface GrpcOptions {
   /** How long a drain waits for in-flight calls before cutting them off. */
   drainGraceMs?: number;
   activityPollMs?: number;
+  /**
+   * How often health asks the readiness checks (/readyz's) while listening. Check and Watch answer
+   * the last result, so a status is at most this plus the checks' 2 s timeout old.
+   */
+  healthProbeMs?: number;
 }
 
+/**
+ * Often enough that a balancer or Kubernetes probe (every 10 s by default) sees an outage at its
+ * next look; one `select 1` (and a Redis PING) every 2 s costs a process nothing measurable.
+ */
+export const DEFAULT_HEALTH_PROBE_MS = 2_000;
+
 export interface GrpcServer {
-  /** Binds HOST:GRPC_PORT (0 picks a free port) and returns the bound `host:port`. */
+  /**
+   * Binds HOST:GRPC_PORT (0 picks a free port), asks the readiness checks once (health is SERVING
+   * only if they pass) and returns the bound `host:port`.
+   */
   listen(): Promise<string>;
   /**
    * The drain: health turns NOT_SERVING, new calls are refused (UNAVAILABLE), activity streams and
@@ -104,12 +119,10 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
 
   let bound = false;
   let closed: Promise<void> | undefined;
-  let announced = false;
-  const announceDrain = () => {
-    // Once: a health watcher hears each change of status once.
-    if (!announced) health.set('NOT_SERVING');
-    announced = true;
-  };
+  // What the gRPC role needs (database, and Redis when configured), asked as /readyz asks it.
+  const checks = checksFor(services.readiness, ['grpc']);
+  const ready = async () => (await checkReadiness(checks, () => services.draining)).ready;
+  const announceDrain = () => health.drain();
   return {
     async listen() {
       // grpc-js parses `::1:50051` as a host `::1:50051` without a port, which fails with
@@ -122,7 +135,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
         ),
       );
       bound = true;
-      health.set('SERVING');
+      await health.follow(ready, options.healthProbeMs ?? DEFAULT_HEALTH_PROBE_MS);
       return `${host}:${port}`;
     },
     announceDrain,

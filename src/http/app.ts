@@ -14,7 +14,8 @@ import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js'
 import { authStepTooLate } from './docs/security.js';
 import { sendError } from './errors.js';
 import { registerAccessLog } from './plugins/access-log.js';
-import { registerHealth, type ReadinessCheck } from './plugins/health.js';
+import type { ReadinessCheck } from '../process/readiness.js';
+import { registerHealth } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { genRequestId, requestContext, SECURITY_HEADERS } from './plugins/request-context.js';
 import { acceptEmptyJsonBodies, validatorCompiler } from './validation.js';

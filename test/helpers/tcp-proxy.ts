@@ -40,4 +40,19 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy();
     await closed;
   }
+
+  /**
+   * Relays again, on the same port (the client under test keeps its configured address), as when
+   * the server comes back after an outage.
+   */
+  async restore(): Promise<void> {
+    if (this.server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
 }

@@ -15,6 +15,7 @@ import {
   unary,
   userServiceClient,
   waitFor,
+  watchHealth,
   type ActivityMessage,
   type Client,
   type GrpcAtrium,
@@ -22,20 +23,6 @@ import {
 } from './support.js';
 
 const { status } = grpc;
-
-interface Watched {
-  statuses: string[];
-  end: grpc.StatusObject | undefined;
-}
-
-function watchHealth(health: Client, service: string): Watched {
-  const watched: Watched = { statuses: [], end: undefined };
-  const call = health.Watch!({ service }) as grpc.ClientReadableStream<{ status: string }>;
-  call.on('data', (m: { status: string }) => watched.statuses.push(m.status));
-  call.on('error', () => undefined);
-  call.on('status', (s) => (watched.end = s));
-  return watched;
-}
 
 interface Followed {
   events: ActivityMessage[];

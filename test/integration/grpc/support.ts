@@ -157,6 +157,22 @@ export function richStatus(error: grpc.ServiceError): RichStatus {
   return decodeStatus(bin);
 }
 
+export interface Watched {
+  /** Every status the stream sent, in order. */
+  statuses: string[];
+  end: grpc.StatusObject | undefined;
+}
+
+/** A grpc.health.v1.Health Watch that records what it hears. */
+export function watchHealth(health: Client, service: string): Watched {
+  const watched: Watched = { statuses: [], end: undefined };
+  const call = health.Watch!({ service }) as grpc.ClientReadableStream<{ status: string }>;
+  call.on('data', (m: { status: string }) => watched.statuses.push(m.status));
+  call.on('error', () => undefined);
+  call.on('status', (s) => (watched.end = s));
+  return watched;
+}
+
 export function waitFor(check: () => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
