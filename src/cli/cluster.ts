@@ -167,7 +167,10 @@ export async function runCluster(argv: string[]): Promise<number> {
       })),
       logs: `${cluster.runDir}/logs`,
     });
+    // A process that died left a log worth reading: the run directory stays then, and says where.
+    let exitedAlone = false;
     cluster.watch((exit) => {
+      exitedAlone = true;
       const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
       const ports = exit.grpcPort ? `port ${exit.port}, gRPC ${exit.grpcPort}` : `port ${exit.port}`;
       process.stderr.write(
@@ -181,8 +184,11 @@ export async function runCluster(argv: string[]): Promise<number> {
       stopRequested = () => {
         stopRequested = () => undefined;
         process.stderr.write('atrium cluster: stopping\n');
-        started.stop().then(
-          () => resolve(0),
+        started.stop({ keepRunDir: exitedAlone }).then(
+          () => {
+            if (exitedAlone) process.stderr.write(`atrium cluster: logs kept in ${started.runDir}\n`);
+            resolve(0);
+          },
           (err: unknown) => {
             process.stderr.write(`atrium cluster: ${(err as Error).message}\n`);
             resolve(1);

@@ -69,9 +69,16 @@ export class Child {
     }
   }
 
-  closeLog(): void {
-    this.log?.end();
+  /** Resolves once the log is flushed and closed: its directory can go then. */
+  closeLog(): Promise<void> {
+    const log = this.log;
     this.log = undefined;
+    if (!log || log.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      log.once('close', resolve);
+      log.once('error', () => resolve());
+      log.end();
+    });
   }
 }
 

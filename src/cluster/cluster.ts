@@ -36,7 +36,10 @@ export interface ClusterOptions {
    * nginx has closed its idle connections by then (nginx-config.ts).
    */
   shutdownDelayMs?: number;
-  /** Working directory for logs and nginx; a fresh temporary one by default. */
+  /**
+   * Working directory for logs and nginx; a fresh temporary one by default, which stop() removes
+   * (a directory given here is the caller's and stays).
+   */
   runDir?: string;
   startTimeoutMs?: number;
   /**
@@ -84,13 +87,17 @@ export class Cluster {
   private nginx: Child | undefined;
   private migrating: Child | undefined;
   private site: NginxSite | undefined;
+  /** runDir was made by start(), so stop() removes it: nothing is left in /tmp after a run. */
+  private readonly ownsRunDir: boolean;
   private constructor(
     readonly options: ClusterOptions,
     readonly runDir: string,
     readonly processes: RunningProcess[],
     private readonly command: string[],
     private readonly env: NodeJS.ProcessEnv,
-  ) {}
+  ) {
+    this.ownsRunDir = options.runDir === undefined;
+  }
 
   get httpUrl(): string {
     return `http://${hostForUrl(this.options.host ?? '127.0.0.1')}:${this.options.httpPort}`;
@@ -194,7 +201,7 @@ export class Cluster {
     child.start();
     const code = await child.whenExited();
     this.migrating = undefined;
-    child.closeLog();
+    await child.closeLog();
     if (this.options.signal?.aborted) throw new StartAborted();
     if (code !== 0) throw new Error(`atrium migrate failed (exit ${code}): ${this.tail('migrate')}`);
   }
@@ -308,17 +315,21 @@ export class Cluster {
     }
   }
 
-  /** Stops nginx (gracefully), then every process (SIGTERM, drain), in parallel. */
-  async stop(): Promise<void> {
+  /**
+   * Stops nginx (gracefully), then every process (SIGTERM, drain), in parallel; then removes the
+   * run directory when start() made it, unless `keepRunDir` (logs worth reading: a process died).
+   */
+  async stop(options: { keepRunDir?: boolean } = {}): Promise<void> {
     await this.migrating?.stop('SIGTERM');
     await this.nginx?.stop('SIGQUIT', 10_000);
-    this.nginx?.closeLog();
+    await this.nginx?.closeLog();
     await Promise.all(
       this.processes.map(async (p) => {
         await p.child.stop('SIGTERM');
-        p.child.closeLog();
+        await p.child.closeLog();
       }),
     );
+    if (this.ownsRunDir && !options.keepRunDir) this.removeRunDir();
   }
 
   /**
@@ -350,7 +361,7 @@ export class Cluster {
         });
   }
 
-  /** Removes the run directory (logs, nginx config); after stop(). */
+  /** Removes the run directory (logs, nginx config), even one given as `runDir`; after stop(). */
   removeRunDir(): void {
     rmSync(this.runDir, { recursive: true, force: true });
   }

@@ -1,3 +1,5 @@
+import { errorLocations, errorMaps, errorPages, REQUEST_ID_VAR } from './nginx-errors.js';
+
 /**
  * The nginx configuration in front of Atrium's roles, rendered from one function so that
  * `deploy/nginx/atrium.conf` (for a real host), the compose file's nginx and `atrium cluster` run
@@ -81,7 +83,8 @@ const PROXY_HEADERS = `        proxy_set_header Host $http_host;
         proxy_set_header X-Forwarded-Proto $scheme;
         proxy_set_header X-Forwarded-Host $host;
         proxy_set_header X-Forwarded-Port $server_port;
-        proxy_set_header X-Real-IP $remote_addr;`;
+        proxy_set_header X-Real-IP $remote_addr;
+        proxy_set_header X-Request-Id ${REQUEST_ID_VAR};`;
 
 /**
  * Idempotent requests (GET, HEAD, PUT, DELETE, ...) that meet a refused or reset connection go to
@@ -118,6 +121,7 @@ export function renderNginxSite(site: NginxSite): string {
   // and the final GOAWAY then races a call nginx is writing (502, never resent: every gRPC call is a
   // POST). One connection per call costs a local TCP and HTTP/2 handshake; a restart loses nothing.
   if (grpc) parts.push(upstreams(grpc, site.grpc, false));
+  parts.push(errorMaps());
   parts.push(`# WebSocket upgrades pass "upgrade"; every other request sends no Connection header, which
 # keeps the upstream connection alive.
 map $http_upgrade $atrium_connection {
@@ -134,13 +138,16 @@ ${api ? selector(api, site.api, dir) : ''}${auth ? selector(auth, site.auth, dir
     # reset, which can destroy the answer it has not read yet: read and discard instead, then close.
     lingering_close always;
 
+    # What nginx answers itself (an instance down, a body over the limit, a request it cannot
+    # parse) has the error shape of the surface asked: REST here, the others in their locations.
+${errorPages('rest', '    ')}
     # The token server: authorization pages, token, introspection, discovery and keys.
     location /oauth/ {
-${proxied(auth, '        proxy_set_header Connection "";\n')}    }
+${proxied(auth, '        proxy_set_header Connection "";\n')}${errorPages('oauth', '        ')}    }
     location = /authorize {
-${proxied(auth, '        proxy_set_header Connection "";\n')}    }
+${proxied(auth, '        proxy_set_header Connection "";\n')}${errorPages('page', '        ')}    }
     location /.well-known/ {
-${proxied(auth, '        proxy_set_header Connection "";\n')}    }
+${proxied(auth, '        proxy_set_header Connection "";\n')}${errorPages('oauth', '        ')}    }
 
     # GraphQL over HTTP and graphql-ws subscriptions (WebSocket upgrade on the same path).
     location = /graphql {
@@ -151,7 +158,7 @@ ${proxied(
         proxy_read_timeout 1h;
         proxy_send_timeout 1h;
 `,
-)}    }
+)}${errorPages('graphql', '        ')}    }
 
     # graphql-sse subscriptions: events must reach the client as they are written.
     location /graphql/stream {
@@ -162,7 +169,7 @@ ${proxied(
         proxy_cache off;
         proxy_read_timeout 1h;
 `,
-)}    }
+)}${errorPages('graphql', '        ')}    }
 
     # Per-instance figures: scrape each instance directly, not a random one through here.
     location = /metrics {
@@ -172,23 +179,29 @@ ${proxied(
     # REST, docs, health.
     location / {
 ${proxied(api, '        proxy_set_header Connection "";\n        proxy_read_timeout 35s;\n')}    }
-}
+
+    # The pages the error_page lines above lead to (src/cluster/nginx-errors.ts).
+${(['rest', 'graphql', 'oauth', 'page'] as const).map((s) => errorLocations(s, '    ')).join('')}}
 `);
   if (grpc) {
     parts.push(`
 # gRPC: HTTP/2 without TLS (h2c) on both sides.
 server {
     listen ${site.grpcListen} http2;
-${selector(grpc, site.grpc, dir)}
+${selector(grpc, site.grpc, dir)}    # A gRPC client reads a status from trailers, never an HTML page: what nginx answers itself
+    # (UNAVAILABLE for an instance down, RESOURCE_EXHAUSTED for a body over the limit) is one.
+${errorPages('grpc', '    ')}
     location / {
         grpc_pass grpc://$${grpc};
         grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        grpc_set_header X-Request-Id ${REQUEST_ID_VAR};
         grpc_read_timeout 1h;
         grpc_send_timeout 1h;
         grpc_next_upstream error timeout;
         grpc_next_upstream_tries 3;
     }
-}
+
+${errorLocations('grpc', '    ')}}
 `);
   }
   return parts.join('\n');

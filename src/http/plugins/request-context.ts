@@ -10,7 +10,8 @@ import {
 import { hasControlCharacter } from '../../domain/validate.js';
 import { sendError } from '../errors.js';
 
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A client's X-Request-Id kept as the request's id; nginx's config keeps the same ones. */
+export const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const ID_BYTES = 12;
 const POOL_IDS = 256;

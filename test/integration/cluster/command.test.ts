@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../../../src/cluster/cluster.js';
 import { root, runCli } from '../../helpers/cli.js';
@@ -277,11 +277,13 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
     });
     try {
       expect((await fetch(`${cluster.httpUrl}/healthz`)).headers.get('server')).toBe('nginx');
+      expect(existsSync(join(cluster.runDir, 'nginx.conf'))).toBe(true);
     } finally {
       await cluster.stop();
-      cluster.removeRunDir();
       await database.drop();
     }
+    // The temporary directory it made (logs, nginx's config and prefix) goes with it.
+    expect(existsSync(cluster.runDir)).toBe(false);
   });
   it('a SIGTERM while it starts stops every process it has started, then exits 0', async ({
     skip: skipIt,
@@ -347,6 +349,34 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
       expect(line).toMatch(/exited with (signal SIGTERM|code 0)/);
       run.child.kill('SIGTERM');
       expect(await run.exited, run.out.stderr).toBe(0);
+      // A process died: its log is worth reading, so the run directory stays, and it says where.
+      const kept = /logs kept in (\S+)/.exec(run.out.stderr)?.[1];
+      expect(kept, run.out.stderr).toBeDefined();
+      expect(existsSync(join(kept!, 'logs', 'api-1.log'))).toBe(true);
+      rmSync(kept!, { recursive: true, force: true });
+    } finally {
+      await database.drop();
+    }
+  });
+  it('a cluster stopped by a signal leaves no run directory behind', async ({ skip: skipIt }) => {
+    if (skip) skipIt();
+    const [httpPort] = await freePorts(1);
+    const base = await freeRun(1);
+    const database = await freshDatabase({ adminUrl: ADMIN_URL });
+    try {
+      const run = spawnCluster(['--api', '1', '--auth', '0', '--grpc', '0', '--worker', '0'], {
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_BASE_PORT: String(base),
+        CLUSTER_DATABASE_URL: database.url,
+        CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        CLUSTER_NGINX: NGINX!,
+      });
+      await until(() => run.out.stdout.includes('\n') || run.child.exitCode !== null);
+      const { logs } = JSON.parse(run.out.stdout) as { logs: string };
+      expect(existsSync(logs)).toBe(true);
+      run.child.kill('SIGTERM');
+      expect(await run.exited, run.out.stderr).toBe(0);
+      expect(existsSync(dirname(logs))).toBe(false);
     } finally {
       await database.drop();
     }

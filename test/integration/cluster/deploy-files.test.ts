@@ -77,6 +77,41 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(conf).not.toMatch(/ down;/);
   });
 
+  it("answers its own errors in each surface's shape: no request can reach nginx's HTML page", () => {
+    const conf = renderNginxSite(COMPOSE_SITE);
+    const statuses = [400, 404, 408, 413, 414, 494, 500, 502, 503, 504];
+    const blocks = conf.split(/\n(?=server \{)/).slice(1);
+    const [http, grpcServer] = blocks as [string, string];
+    // Server-level pages for everything that fails before a location is chosen (REST's shape).
+    for (const s of statuses)
+      expect(http).toMatch(new RegExp(`\\n {4}error_page ${s} = /_atrium/error/rest/`));
+    // Each location that sets its own error_page loses the server's: it must set all of them.
+    const surfaces: [string, string][] = [
+      ['location /oauth/', 'oauth'],
+      ['location = /authorize', 'page'],
+      ['location /.well-known/', 'oauth'],
+      ['location = /graphql', 'graphql'],
+      ['location /graphql/stream', 'graphql'],
+    ];
+    for (const [location, surface] of surfaces) {
+      const block = http.slice(http.indexOf(`${location} {`)).split('\n    }')[0]!;
+      for (const s of statuses)
+        expect(block, location).toContain(`error_page ${s} = /_atrium/error/${surface}/`);
+    }
+    for (const s of statuses)
+      expect(grpcServer).toMatch(new RegExp(`error_page ${s} = /_atrium/error/grpc/`));
+    // gRPC: trailers-only (200, application/grpc, the status in headers), UNAVAILABLE for 502.
+    expect(grpcServer).toMatch(
+      /location = \/_atrium\/error\/grpc\/502 \{[^}]*default_type "application\/grpc";[^}]*grpc-status "14"[^}]*return 200;/,
+    );
+    expect(grpcServer).toMatch(/location = \/_atrium\/error\/grpc\/413 \{[^}]*grpc-status "8"/);
+    // The id in the pages is the one forwarded to the instances.
+    expect(conf).toContain('proxy_set_header X-Request-Id $atrium_request_id;');
+    expect(conf).toContain('grpc_set_header X-Request-Id $atrium_request_id;');
+    expect(conf).not.toMatch(/@atrium/);
+    expect(read('deploy/nginx/atrium.conf')).toContain('error_page 502 = /_atrium/error/rest/502;');
+  });
+
   it.skipIf(!NGINX && !ON_CI)('nginx itself accepts the configuration `atrium cluster` writes', () => {
     const dir = mkdtempSync(join(tmpdir(), 'atrium-nginx-t-'));
     try {

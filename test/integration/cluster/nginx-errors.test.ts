@@ -1,0 +1,185 @@
+import { connect } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { userServiceClient } from '../grpc/support.js';
+import { missingPrerequisite, startTestCluster, type TestCluster } from './support.js';
+
+/**
+ * What clients get when nginx answers by itself (an instance down, a body over nginx's limit): the
+ * error shape of the surface they asked, never nginx's HTML page. Real nginx, real roles, stopped
+ * for real; the clients are plain fetch and grpc-js.
+ */
+const skip = await missingPrerequisite();
+
+/** Over nginx's client_max_body_size (2m), so nginx refuses it before any instance sees it. */
+const TOO_BIG = 3 * 1024 * 1024;
+
+describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, () => {
+  let env: TestCluster;
+  beforeAll(async () => {
+    env = await startTestCluster({
+      layout: { api: 1, auth: 1, grpc: 1, worker: 0 },
+      redisUrl: TEST_REDIS_URL,
+    });
+  }, 300_000);
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  const url = (path: string) => `${env.cluster.httpUrl}${path}`;
+
+  const expectJson = (res: Response) => {
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('server')).toBe('nginx');
+  };
+
+  it('a body over the limit: 413 in the REST shape (the user API in its upper case) and GraphQL shape', async () => {
+    const body = Buffer.alloc(TOO_BIG, 'a');
+    const post = (path: string) =>
+      fetch(url(path), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'big-body-1' },
+        body,
+      });
+
+    const orders = await post('/api/v2/orders');
+    expect(orders.status).toBe(413);
+    expectJson(orders);
+    expect(orders.headers.get('x-request-id')).toBe('big-body-1');
+    expect(await orders.json()).toEqual({
+      error: 'payload_too_large',
+      message: 'The request body is larger than the limit.',
+      request_id: 'big-body-1',
+      details: [],
+    });
+
+    const users = await post('/v1/users');
+    expect(users.status).toBe(413);
+    expectJson(users);
+    expect(((await users.json()) as { error: string }).error).toBe('PAYLOAD_TOO_LARGE');
+
+    const graphql = await post('/graphql');
+    expect(graphql.status).toBe(413);
+    expectJson(graphql);
+    expect(await graphql.json()).toEqual({
+      errors: [
+        { message: 'The request body is larger than the limit.', extensions: { code: 'PAYLOAD_TOO_LARGE' } },
+      ],
+    });
+  });
+
+  it('a request nginx cannot parse: 400 in the REST shape, as Atrium answers one', async () => {
+    // Not HTTP at all: nginx refuses it before it has a URI or a location.
+    const { hostname, port } = new URL(env.cluster.httpUrl);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write('GARBAGE\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    const [head = '', body = ''] = raw.split('\r\n\r\n');
+    const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
+    const type = /^content-type: ([^\r]+)/im.exec(head)?.[1];
+    expect(status).toBe(400);
+    expect(type).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(body)).toMatchObject({
+      error: 'validation_error',
+      message: 'The request is malformed.',
+      request_id: expect.stringMatching(/^req_[0-9a-f]{32}$/),
+      details: [{ field: null, code: 'malformed_request' }],
+    });
+  });
+
+  it('the request id nginx quotes is the one it forwards: an instance answers with it', async () => {
+    const kept = await fetch(url('/v1/users/nope'), { headers: { 'x-request-id': 'client-id.7' } });
+    expect(kept.headers.get('x-request-id')).toBe('client-id.7');
+    // A malformed one is replaced by nginx, and the instance keeps nginx's.
+    const replaced = await fetch(url('/v1/users/nope'), { headers: { 'x-request-id': 'not ok!' } });
+    expect(replaced.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(((await replaced.json()) as { request_id: string }).request_id).toBe(
+      replaced.headers.get('x-request-id'),
+    );
+  });
+
+  it('gRPC with its instance down: UNAVAILABLE as a gRPC status, never an HTML page', async () => {
+    await env.cluster.process('grpc-1').child.stop('SIGTERM');
+    const client = userServiceClient(env.cluster.grpcAddress);
+    try {
+      const { err, headers } = await new Promise<{
+        err: grpc.ServiceError;
+        headers: Record<string, unknown>;
+      }>((resolve) => {
+        let headers: Record<string, unknown> = {};
+        const call = client.GetUser!(
+          { id: 'usr_1' },
+          new grpc.Metadata(),
+          { deadline: Date.now() + 10_000 },
+          (err: grpc.ServiceError) => resolve({ err, headers }),
+        ) as grpc.ClientUnaryCall;
+        call.on('metadata', (md: grpc.Metadata) => (headers = md.getMap()));
+      });
+      expect(err.code).toBe(grpc.status.UNAVAILABLE);
+      expect(err.details).toBe('The service is unavailable right now; retry shortly.');
+      expect(err.details).not.toMatch(/html/i);
+      // Trailers-only: the status came in nginx's one HEADERS frame, with gRPC's content type.
+      const trailers = err.metadata.getMap();
+      expect(trailers['content-type'] ?? headers['content-type']).toBe('application/grpc');
+      expect(trailers['server']).toBe('nginx');
+      expect(String(trailers['x-request-id'])).toMatch(/^req_[0-9a-f]{32}$/);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('REST, GraphQL and the token server with their instances down: 502 in each one’s shape', async () => {
+    await env.cluster.process('api-1').child.stop('SIGTERM');
+    await env.cluster.process('auth-1').child.stop('SIGTERM');
+
+    const rest = await fetch(url('/v1/users/usr_1'), { headers: { 'x-request-id': 'down-1' } });
+    expect(rest.status).toBe(502);
+    expectJson(rest);
+    expect(rest.headers.get('retry-after')).toBe('2');
+    expect(await rest.json()).toEqual({
+      error: 'service_unavailable',
+      message: 'The service is unavailable right now; retry shortly.',
+      request_id: 'down-1',
+      details: [],
+    });
+
+    const graphql = await fetch(url('/graphql'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
+    expect(graphql.status).toBe(502);
+    expectJson(graphql);
+    expect(await graphql.json()).toEqual({
+      errors: [
+        {
+          message: 'The service is unavailable right now; retry shortly.',
+          extensions: { code: 'SERVICE_UNAVAILABLE' },
+        },
+      ],
+    });
+
+    const token = await fetch(url('/oauth/token'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials',
+    });
+    expect(token.status).toBe(502);
+    expectJson(token);
+    expect(await token.json()).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'The authorization server is temporarily unavailable.',
+    });
+
+    // /authorize is a page a person reads: a page, not JSON and not nginx's own.
+    const page = await fetch(url('/authorize?response_type=code'));
+    expect(page.status).toBe(502);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await page.text()).toContain('The service is temporarily unavailable');
+  });
+});
