@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { codesOf, runOver, TRANSPORTS } from './transports.js';
+import { listeningAtrium } from './support.js';
 
 /**
  * Federation in production (docs/graphql.md, "Federation in production"): `_service { sdl }` is
@@ -100,16 +101,10 @@ describe('federation fields in production', () => {
 });
 
 describe('the subgraph SDL for build-time composition', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium();
 
   it('npm run graphql:sdl prints what _service { sdl } answers outside production', async () => {
-    const a = await runOver('POST', base, { query: SERVICE });
+    const a = await runOver('POST', server.base, { query: SERVICE });
     const served = (a.data as { _service: { sdl: string } })._service.sdl;
     const printed = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/graphql-sdl.ts'], {
       encoding: 'utf8',

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import type { TestAtrium } from '../../helpers/atrium.js';
 import { type Answer, codesOf, runOver, TRANSPORTS } from './transports.js';
+import { listeningAtrium } from './support.js';
 
 /**
  * One error shape whatever runs the operation and whatever carries it: a bad variable is refused
@@ -18,22 +19,18 @@ const OPERATIONS = {
 const WORDS = 'Variable "$id" got invalid value { a: 1 }';
 
 describe('a bad variable is refused alike on every execution path and transport', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium();
   let caller: Awaited<ReturnType<TestAtrium['caller']>>;
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-    caller = await atrium.caller({ handle: 'errorshapes' });
+    caller = await server.atrium.caller({ handle: 'errorshapes' });
   });
-  afterAll(async () => atrium?.stop());
 
   describe.each(Object.entries(OPERATIONS))('%s', (_name, query) => {
     it.each(['application/graphql-response+json', 'application/json'])(
       'POST (accept %s): 400, no data, BAD_USER_INPUT',
       async (accept) => {
-        const res = await fetch(`${base}/graphql`, {
+        const res = await fetch(`${server.base}/graphql`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept, ...caller.headers },
           body: JSON.stringify({ query, variables: { id: BAD } }),
@@ -49,7 +46,7 @@ describe('a bad variable is refused alike on every execution path and transport'
 
     it.each(TRANSPORTS)('%s: no data, BAD_USER_INPUT in the same words', async (transport) => {
       if (transport === 'GET' && query.startsWith('mutation')) return; // GET runs no mutation (405)
-      const a = await runOver(transport, base, { query, variables: { id: BAD } }, caller.headers);
+      const a = await runOver(transport, server.base, { query, variables: { id: BAD } }, caller.headers);
       if (transport === 'POST' || transport === 'GET') expect(a.status).toBe(400);
       expect(a.data).toBeUndefined();
       expect(codesOf(a)).toEqual(['BAD_USER_INPUT']);
@@ -61,7 +58,7 @@ describe('a bad variable is refused alike on every execution path and transport'
     '%s: a subscription says it in the same words and code',
     async (transport) => {
       const query = 'subscription($id: ID!) { commentAdded(postId: $id) { id } }';
-      const a = await runOver(transport, base, { query, variables: { id: BAD } }, caller.headers);
+      const a = await runOver(transport, server.base, { query, variables: { id: BAD } }, caller.headers);
       expect(a.data).toBeUndefined();
       expect(codesOf(a)).toEqual(['BAD_USER_INPUT']);
       expect(a.errors![0]!.message).toContain(WORDS);
@@ -70,13 +67,7 @@ describe('a bad variable is refused alike on every execution path and transport'
 });
 
 describe('errors over WebSocket and SSE have the shape they have over HTTP', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium();
 
   const unknownHash = (t: string) => ({
     persistedQuery: { version: 1, sha256Hash: sha256Hex(`{ unknown${t}: __typename }`) },
@@ -90,7 +81,7 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
       [{ query: 'query($id: ID!) { user(id: $id) { id } }', variables: { id: BAD } }, 'BAD_USER_INPUT'],
     ];
     for (const [op, code] of cases) {
-      const a = await runOver(transport, base, op);
+      const a = await runOver(transport, server.base, op);
       expect(a.data, code).toBeUndefined();
       expect(
         a.errors!.map((e) => e.extensions),
@@ -100,7 +91,7 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
   });
 
   it('SSE: malformed JSON is 400 BAD_REQUEST in the words POST uses', async () => {
-    const res = await fetch(`${base}/graphql/stream`, {
+    const res = await fetch(`${server.base}/graphql/stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
       body: '{"query":',
@@ -110,7 +101,7 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
       errors: [{ message: 'POST body sent invalid JSON.', extensions: { code: 'BAD_REQUEST' } }],
     });
     const get = await fetch(
-      `${base}/graphql/stream?query=${encodeURIComponent('{ __typename }')}&variables=%7B`,
+      `${server.base}/graphql/stream?query=${encodeURIComponent('{ __typename }')}&variables=%7B`,
       {
         headers: { accept: 'text/event-stream' },
       },
@@ -133,7 +124,7 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
     ];
     for (const body of cases) {
       const post = (path: string, accept: string) =>
-        fetch(`${base}${path}`, {
+        fetch(`${server.base}${path}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept },
           body,
@@ -149,7 +140,7 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
 
   it('SSE: a mutation over GET is 405 BAD_REQUEST, as on GET /graphql', async () => {
     const query = encodeURIComponent('mutation { deletePost(id: "pst_x") { deletedPostId } }');
-    const res = await fetch(`${base}/graphql/stream?query=${query}`, {
+    const res = await fetch(`${server.base}/graphql/stream?query=${query}`, {
       headers: { accept: 'text/event-stream' },
     });
     expect(res.status).toBe(405);
@@ -171,12 +162,12 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
       const headers = { authorization: 'Bearer abc.def.ghi', accept: 'application/json' };
       const res =
         t === 'POST'
-          ? await fetch(`${base}/graphql`, {
+          ? await fetch(`${server.base}/graphql`, {
               method: 'POST',
               headers: { ...headers, 'content-type': 'application/json' },
               body: JSON.stringify({ query: '{ me { id } }' }),
             })
-          : await fetch(`${base}/graphql${t === 'SSE' ? '/stream' : ''}?query=${query}`, {
+          : await fetch(`${server.base}/graphql${t === 'SSE' ? '/stream' : ''}?query=${query}`, {
               headers: t === 'SSE' ? { ...headers, accept: 'text/event-stream' } : headers,
             });
       expect(res.status).toBe(401);
@@ -190,16 +181,10 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
 });
 
 describe('production refusals over WebSocket and SSE carry no extensions.http', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium({ NODE_ENV: 'production', LOG_LEVEL: 'fatal' });
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium({ NODE_ENV: 'production', LOG_LEVEL: 'fatal' });
 
   it.each(['WS', 'SSE'] as const)('%s: PERSISTED_QUERY_REQUIRED', async (transport) => {
-    const a = await runOver(transport, base, { query: '{ __typename }' });
+    const a = await runOver(transport, server.base, { query: '{ __typename }' });
     expect(a.errors!.map((e) => e.extensions)).toEqual([{ code: 'PERSISTED_QUERY_REQUIRED' }]);
   });
 });

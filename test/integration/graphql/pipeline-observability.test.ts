@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { runOver, TRANSPORTS, type TransportName } from './transports.js';
+import { authorWithPost, listeningAtrium } from './support.js';
 
 /**
  * Every GraphQL operation counts in `atrium_graphql_operations_total` and writes one log line, on
@@ -12,14 +12,13 @@ import { runOver, TRANSPORTS, type TransportName } from './transports.js';
 const LABEL: Record<TransportName, string> = { POST: 'post', GET: 'get', WS: 'ws', SSE: 'sse' };
 
 describe('per-operation GraphQL metrics and log lines on every transport', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const log = memoryLog('debug');
+  const server = listeningAtrium({ LOG_LEVEL: 'debug' }, { logger: log.logger });
   let key: string;
   let postId: string;
-  const log = memoryLog('debug');
 
   async function count(labels: Record<string, string>): Promise<number> {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await (await fetch(`${server.base}/metrics`)).text();
     const wanted = Object.entries(labels)
       .map(([k, v]) => `${k}="${v}"`)
       .sort();
@@ -31,16 +30,8 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
   }
 
   beforeAll(async () => {
-    atrium = await startTestAtrium({ LOG_LEVEL: 'debug' }, undefined, { logger: log.logger });
-    base = (await atrium.listen()).httpUrl!;
-    const caller = await atrium.caller({ handle: 'metricsauthor' });
-    key = caller.key;
-    const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Metrics', body: 'b', authorId: caller.userId })
-    ).id;
+    ({ key, postId } = await authorWithPost(server.atrium, 'metricsauthor', 'Metrics'));
   });
-  afterAll(async () => atrium?.stop());
 
   describe.each(TRANSPORTS)('%s', (transport) => {
     const label = LABEL[transport];
@@ -51,7 +42,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
       const name = `Observed${transport}`;
       const a = await runOver(
         transport,
-        base,
+        server.base,
         { query: `query ${name}($id: ID!) { post(id: $id) { title } }`, variables: { id: postId } },
         { 'x-api-key': key },
       );
@@ -72,7 +63,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
       const labels = { transport: label, operation_type: 'unknown', outcome: 'rejected' };
       const before = await count(labels);
       const name = `TooDeep${transport}`;
-      const a = await runOver(transport, base, {
+      const a = await runOver(transport, server.base, {
         query: `query ${name} { posts { edges { node { author { posts { edges { node { author { id } } } } } } } } }`,
         operationName: name,
       });
@@ -90,7 +81,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
       const labels = { transport: label, operation_type: 'mutation', outcome: 'error' };
       const before = await count(labels);
       // GET carries no mutation (405); POST, WebSocket and SSE run it: no credentials, UNAUTHENTICATED.
-      const a = await runOver(transport, base, {
+      const a = await runOver(transport, server.base, {
         query: 'mutation { deletePost(id: "pst_none") { deletedPostId } }',
       });
       if (transport === 'GET') {
@@ -108,8 +99,8 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
     const ws = { transport: 'ws', operation_type: 'unknown', outcome: 'rejected' };
     const [sseBefore, wsBefore] = [await count(sse), await count(ws)];
     const bad = { 'x-api-key': 'atr_test_not_a_key' };
-    expect((await runOver('SSE', base, { query: '{ __typename }' }, bad)).status).toBe(401);
-    expect((await runOver('WS', base, { query: '{ __typename }' }, bad)).closeCode).toBe(4403);
+    expect((await runOver('SSE', server.base, { query: '{ __typename }' }, bad)).status).toBe(401);
+    expect((await runOver('WS', server.base, { query: '{ __typename }' }, bad)).closeCode).toBe(4403);
     expect(await count(sse)).toBe(sseBefore + 1);
     expect(await count(ws)).toBe(wsBefore);
   });
@@ -122,7 +113,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
     const query = 'subscription { commentAdded(postId: "pst_none") { id } }';
     let dispose: () => Promise<void> | void;
     if (transport === 'WS') {
-      const client = wsClient(base, { 'x-api-key': key });
+      const client = wsClient(server.base, { 'x-api-key': key });
       client.subscribe(
         { query },
         { next: () => undefined, error: () => undefined, complete: () => undefined },
@@ -130,7 +121,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
       dispose = () => client.dispose();
     } else {
       const client = createClient({
-        url: `${base}/graphql/stream`,
+        url: `${server.base}/graphql/stream`,
         headers: { 'x-api-key': key },
         retryAttempts: 0,
       });
@@ -149,13 +140,13 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
 
   it('writes one access line per SSE request, with the address like every other request', async () => {
     const reqId = 'sse-access-once';
-    const a = await runOver('SSE', base, { query: '{ __typename }' }, {
+    const a = await runOver('SSE', server.base, { query: '{ __typename }' }, {
       'x-api-key': key,
       'x-request-id': reqId,
     } as never);
     expect(a.data).toEqual({ __typename: 'Query' });
     // A later request's line: by then the SSE request's lines, however many, are written too.
-    await fetch(`${base}/healthz`, { headers: { 'x-request-id': 'sse-access-after' } });
+    await fetch(`${server.base}/healthz`, { headers: { 'x-request-id': 'sse-access-after' } });
     await expect
       .poll(() => log.lines.some((l) => l.msg === 'request' && l.reqId === 'sse-access-after'))
       .toBe(true);
@@ -171,7 +162,7 @@ describe('per-operation GraphQL metrics and log lines on every transport', () =>
   });
 
   it('names the metrics in the exposition with their help text', async () => {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await (await fetch(`${server.base}/metrics`)).text();
     expect(text).toContain('# TYPE atrium_graphql_operations_total counter');
     expect(text).toContain('# TYPE atrium_graphql_operation_duration_seconds histogram');
     expect(text).toMatch(

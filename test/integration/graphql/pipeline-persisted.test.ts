@@ -7,45 +7,40 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { codesOf, runOver, TRANSPORTS } from './transports.js';
+import { listeningAtrium } from './support.js';
 
 const persisted = (query: string) => ({ persistedQuery: { version: 1, sha256Hash: sha256Hex(query) } });
 
 describe('persisted queries in development: registration by hash, stored for every instance', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium();
 
   it('answers PERSISTED_QUERY_NOT_FOUND for an unknown hash, then registers hash + query and runs it by hash alone', async () => {
     const query = '{ __typename registered: __typename }';
-    const first = await runOver('GET', base, { extensions: persisted(query) });
+    const first = await runOver('GET', server.base, { extensions: persisted(query) });
     expect(first.status).toBe(200);
     expect(codesOf(first)).toEqual(['PERSISTED_QUERY_NOT_FOUND']);
-    const register = await runOver('POST', base, { query, extensions: persisted(query) });
+    const register = await runOver('POST', server.base, { query, extensions: persisted(query) });
     expect(register.data).toEqual({ __typename: 'Query', registered: 'Query' });
-    const row = await atrium.services.store.db
+    const row = await server.atrium.services.store.db
       .selectFrom('persisted_queries')
       .selectAll()
       .where('hash', '=', sha256Hex(query))
       .executeTakeFirst();
     expect(row?.query).toBe(query);
     for (const transport of TRANSPORTS) {
-      const a = await runOver(transport, base, { extensions: persisted(query) });
+      const a = await runOver(transport, server.base, { extensions: persisted(query) });
       expect(a.data, transport).toEqual({ __typename: 'Query', registered: 'Query' });
     }
   });
 
   it('refuses a hash that is not the SHA-256 of the query sent with it, and stores nothing', async () => {
-    const a = await runOver('POST', base, {
+    const a = await runOver('POST', server.base, {
       query: '{ __typename }',
       extensions: { persistedQuery: { version: 1, sha256Hash: sha256Hex('{ other }') } },
     });
     expect(a.status).toBe(400);
     expect(codesOf(a)).toEqual(['BAD_REQUEST']);
-    const row = await atrium.services.store.db
+    const row = await server.atrium.services.store.db
       .selectFrom('persisted_queries')
       .select('hash')
       .where('hash', '=', sha256Hex('{ other }'))
@@ -55,15 +50,15 @@ describe('persisted queries in development: registration by hash, stored for eve
 
   it('refuses a mutation by GET with 405, even through a persisted hash', async () => {
     const mutation = 'mutation { deletePost(id: "pst_none") { deletedPostId } }';
-    await runOver('POST', base, {
+    await runOver('POST', server.base, {
       query: 'query { __typename }',
       extensions: persisted('query { __typename }'),
     });
-    const plain = await runOver('GET', base, { query: mutation });
+    const plain = await runOver('GET', server.base, { query: mutation });
     expect(plain.status).toBe(405);
     // Register the mutation's hash by POST (it runs and fails on auth), then try it by GET.
-    await runOver('POST', base, { query: mutation, extensions: persisted(mutation) });
-    const hashed = await runOver('GET', base, { extensions: persisted(mutation) });
+    await runOver('POST', server.base, { query: mutation, extensions: persisted(mutation) });
+    const hashed = await runOver('GET', server.base, { extensions: persisted(mutation) });
     expect(hashed.status).toBe(405);
   });
 
@@ -81,7 +76,7 @@ describe('persisted queries in development: registration by hash, stored for eve
       new ApolloClient({
         cache: new InMemoryCache(),
         link: new PersistedQueryLink({ sha256: sha256Hex, useGETForHashedQueries: true }).concat(
-          new HttpLink({ uri: `${base}/graphql`, fetch: recordingFetch }),
+          new HttpLink({ uri: `${server.base}/graphql`, fetch: recordingFetch }),
         ),
       });
     const query = gql`

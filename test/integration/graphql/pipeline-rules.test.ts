@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { codesOf, runOver, TRANSPORTS, type TransportName } from './transports.js';
+import { authorWithPost, listeningAtrium } from './support.js';
 
 /**
  * Every rule of the one pipeline, on every transport: POST, GET, graphql-ws and graphql-sse answer
@@ -13,28 +13,19 @@ const aliased = (n: number) =>
   `query Heavy { ${Array.from({ length: n }, (_, i) => `a${i}: ${DEEP_LIST}`).join(' ')} }`;
 
 describe('GraphQL pipeline rules on every transport', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium();
   let key: string;
   let postId: string;
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-    const caller = await atrium.caller({ handle: 'rulesauthor' });
-    key = caller.key;
-    const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Rules', body: 'b', authorId: caller.userId })
-    ).id;
+    ({ key, postId } = await authorWithPost(server.atrium, 'rulesauthor', 'Rules'));
   });
-  afterAll(async () => atrium?.stop());
 
   describe.each(TRANSPORTS)('%s', (transport: TransportName) => {
     it('runs a valid operation', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         { query: 'query One($id: ID!) { post(id: $id) { id title } }', variables: { id: postId } },
         { 'x-api-key': key },
       );
@@ -45,7 +36,7 @@ describe('GraphQL pipeline rules on every transport', () => {
     it('refuses 8 levels of depth at validation', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         {
           query: '{ posts { edges { node { author { posts { edges { node { author { id } } } } } } } } }',
         },
@@ -57,32 +48,32 @@ describe('GraphQL pipeline rules on every transport', () => {
     });
 
     it('refuses more than 1,000 points when aliases multiply a list', async () => {
-      const a = await runOver(transport, base, { query: aliased(5) }, { 'x-api-key': key });
+      const a = await runOver(transport, server.base, { query: aliased(5) }, { 'x-api-key': key });
       expect(a.data).toBeUndefined();
       expect(codesOf(a)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
       expect(a.errors![0]!.message).toBe('The query costs 1160 points; at most 1000 are allowed.');
     });
 
     it('spends the per-caller budget of 10,000 points, then answers RATE_LIMITED with retryAfter 60', async () => {
-      const { key: own } = await atrium.caller({ handle: `budget${transport.toLowerCase()}` });
+      const { key: own } = await server.atrium.caller({ handle: `budget${transport.toLowerCase()}` });
       // 928 points each: ten fit in 10,000, the eleventh does not.
       for (let i = 0; i < 10; i++) {
-        const ok = await runOver(transport, base, { query: aliased(4) }, { 'x-api-key': own });
+        const ok = await runOver(transport, server.base, { query: aliased(4) }, { 'x-api-key': own });
         expect(ok.errors).toBeUndefined();
       }
-      const refused = await runOver(transport, base, { query: aliased(4) }, { 'x-api-key': own });
+      const refused = await runOver(transport, server.base, { query: aliased(4) }, { 'x-api-key': own });
       expect(refused.data).toBeUndefined();
       expect(codesOf(refused)).toEqual(['RATE_LIMITED']);
       expect(refused.errors![0]!.extensions!.retryAfter).toBe(60);
       // Another caller's budget is untouched.
-      const other = await runOver(transport, base, { query: aliased(4) }, { 'x-api-key': key });
+      const other = await runOver(transport, server.base, { query: aliased(4) }, { 'x-api-key': key });
       expect(other.errors).toBeUndefined();
     });
 
     it('refuses bad credentials', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         { query: '{ me { id } }' },
         { 'x-api-key': 'atr_test_not_a_key' },
       );
@@ -95,7 +86,7 @@ describe('GraphQL pipeline rules on every transport', () => {
     });
 
     it('answers wrong variable types with a request error and runs nothing', async () => {
-      const a = await runOver(transport, base, {
+      const a = await runOver(transport, server.base, {
         query: 'query One($id: ID!) { post(id: $id) { id } }',
         variables: { id: { no: 1 } },
       });
@@ -104,7 +95,7 @@ describe('GraphQL pipeline rules on every transport', () => {
     });
 
     it('answers an unknown operation name with an error', async () => {
-      const a = await runOver(transport, base, {
+      const a = await runOver(transport, server.base, {
         query: 'query A { __typename } query B { __typename }',
         operationName: 'C',
       });
@@ -113,14 +104,14 @@ describe('GraphQL pipeline rules on every transport', () => {
     });
 
     it('refuses a syntax error', async () => {
-      const a = await runOver(transport, base, { query: '{ posts { ' });
+      const a = await runOver(transport, server.base, { query: '{ posts { ' });
       expect(a.data).toBeUndefined();
       expect(a.errors![0]!.message).toMatch(/^Syntax Error/);
     });
 
     it('refuses a document of too many tokens', async () => {
       const query = `{ ${Array.from({ length: 7000 }, (_, i) => `a${i}: __typename`).join(' ')} }`;
-      const a = await runOver(transport, base, { query });
+      const a = await runOver(transport, server.base, { query });
       if (transport === 'GET') {
         // A URL this long never reaches GraphQL: Node refuses headers over 16 KiB.
         expect(a.status).toBe(431);

@@ -9,6 +9,7 @@ import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { withAlteredSignature } from '../oauth/forge.js';
 import { type Answer, codesOf, runOver, TRANSPORTS, type TransportName, wsClient } from './transports.js';
+import { authorWithPost, listeningAtrium } from './support.js';
 
 /**
  * The rules and bad inputs of issue 7 that pipeline-rules.test.ts and pipeline-persisted.test.ts do
@@ -111,33 +112,25 @@ function postFrom(base: string, localAddress: string, query: string): Promise<An
 }
 
 describe('issue 7 rules on every transport, development', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium();
   let caller: Awaited<ReturnType<TestAtrium['caller']>>;
   let token: string;
   let postId: string;
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-    caller = await atrium.caller({ handle: 'transportrules' });
+    ({ postId, ...caller } = await authorWithPost(server.atrium, 'transportrules', 'Watched'));
     token = (
-      await atrium.services.oauth!.tokens.issue({
+      await server.atrium.services.oauth!.tokens.issue({
         subject: caller.userId,
         clientId: 'cli_transportrules',
         scope: ['profile:read', 'users:read', 'content:read'],
       })
     ).token;
-    const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Watched', body: 'b', authorId: caller.userId })
-    ).id;
   });
-  afterAll(async () => atrium?.stop());
 
   describe.each(TRANSPORTS)('%s', (transport: TransportName) => {
     it('answers a protected operation without credentials with UNAUTHENTICATED', async () => {
-      const a = await runOver(transport, base, { query: '{ me { id } }' });
+      const a = await runOver(transport, server.base, { query: '{ me { id } }' });
       expect(a.data).toBeNull();
       expect(codesOf(a)).toEqual(['UNAUTHENTICATED']);
     });
@@ -145,7 +138,7 @@ describe('issue 7 rules on every transport, development', () => {
     it('takes a bearer token as well as an API key', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         { query: '{ me { handle } }' },
         { authorization: `Bearer ${token}` },
       );
@@ -156,7 +149,7 @@ describe('issue 7 rules on every transport, development', () => {
     it('refuses a bearer token that is not valid', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         { query: '{ me { handle } }' },
         { authorization: `Bearer ${withAlteredSignature(token)}` },
       );
@@ -168,13 +161,13 @@ describe('issue 7 rules on every transport, development', () => {
     });
 
     it('serves introspection outside production', async () => {
-      const a = await runOver(transport, base, { query: '{ __schema { queryType { name } } }' });
+      const a = await runOver(transport, server.base, { query: '{ __schema { queryType { name } } }' });
       expect(a.errors).toBeUndefined();
       expect(a.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
     });
 
     it('answers an unknown hash with PERSISTED_QUERY_NOT_FOUND', async () => {
-      const a = await runOver(transport, base, {
+      const a = await runOver(transport, server.base, {
         extensions: persisted(`{ unknown${transport}: __typename }`),
       });
       expect(a.data).toBeUndefined();
@@ -186,7 +179,7 @@ describe('issue 7 rules on every transport, development', () => {
     it('refuses a subscription nested deeper than 7 levels at validation', async () => {
       const deep =
         'subscription Deep($postId: ID!) { commentAdded(postId: $postId) { post { author { posts { edges { node { author { posts { edges { node { id } } } } } } } } } } }';
-      const sub = firstEvent(transport, base, { query: deep, variables: { postId } }, caller.headers);
+      const sub = firstEvent(transport, server.base, { query: deep, variables: { postId } }, caller.headers);
       const event = await sub.first;
       await sub.stop();
       expect(event.data).toBeUndefined();
@@ -196,7 +189,12 @@ describe('issue 7 rules on every transport, development', () => {
 
     it('refuses a subscription costing more than 1,000 points at validation', async () => {
       const costly = subscriptionCosting(50);
-      const sub = firstEvent(transport, base, { query: costly, variables: { postId } }, caller.headers);
+      const sub = firstEvent(
+        transport,
+        server.base,
+        { query: costly, variables: { postId } },
+        caller.headers,
+      );
       const event = await sub.first;
       await sub.stop();
       expect(event.data).toBeUndefined();
@@ -210,7 +208,7 @@ describe('issue 7 rules on every transport, development', () => {
       'GET: malformed variables or extensions (accept %s) are a 400 BAD_REQUEST',
       async (accept) => {
         for (const param of ['variables', 'extensions']) {
-          const url = new URL(`${base}/graphql`);
+          const url = new URL(`${server.base}/graphql`);
           url.searchParams.set('query', '{ __typename }');
           url.searchParams.set(param, '{"id": ');
           const res = await fetch(url, { headers: { accept } });
@@ -229,7 +227,7 @@ describe('issue 7 rules on every transport, development', () => {
     );
 
     it('SSE: a malformed body is refused before any stream opens', async () => {
-      const res = await fetch(`${base}/graphql/stream`, {
+      const res = await fetch(`${server.base}/graphql/stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: '{"query": "{ __typename }", ',
@@ -240,7 +238,7 @@ describe('issue 7 rules on every transport, development', () => {
     });
 
     it('WS: a message that is not JSON closes the socket with 4400', async () => {
-      const { ws, closed } = await rawWs(base);
+      const { ws, closed } = await rawWs(server.base);
       ws.send(JSON.stringify({ type: 'connection_init', payload: {} }));
       ws.send('{"type": "subscribe", ');
       expect(await closed).toBe(4400);
@@ -251,7 +249,7 @@ describe('issue 7 rules on every transport, development', () => {
     const huge = JSON.stringify({ query: `{ __typename } # ${'x'.repeat(1024 * 1024)}` });
 
     it('SSE: 413', async () => {
-      const res = await fetch(`${base}/graphql/stream`, {
+      const res = await fetch(`${server.base}/graphql/stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
         body: huge,
@@ -261,7 +259,7 @@ describe('issue 7 rules on every transport, development', () => {
     });
 
     it('WS: the socket is closed with 1009 (message too big)', async () => {
-      const { ws, closed } = await rawWs(base);
+      const { ws, closed } = await rawWs(server.base);
       ws.send(JSON.stringify({ type: 'connection_init', payload: {} }));
       ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: JSON.parse(huge) }));
       expect(await closed).toBe(1009);
@@ -276,17 +274,11 @@ const CHEAP_MUTATION =
   'mutation Cheap($in: CreatePostInput!) { createPost(input: $in) { post { id } errors { field } } }';
 
 describe('a refused mutation runs no resolver: nothing is written', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium();
 
   const postsBy = async (userId: string) =>
     (
-      await atrium.services.store.db
+      await server.atrium.services.store.db
         .selectFrom('posts')
         .select('id')
         .where('author_id', '=', userId)
@@ -295,51 +287,48 @@ describe('a refused mutation runs no resolver: nothing is written', () => {
 
   // GET carries no mutation at all (405, tested in pipeline-persisted.test.ts).
   it.each(['POST', 'WS', 'SSE'] as const)('%s: too deep, then over budget', async (transport) => {
-    const { userId, headers } = await atrium.caller({ handle: `writer${transport.toLowerCase()}` });
+    const { userId, headers } = await server.atrium.caller({ handle: `writer${transport.toLowerCase()}` });
     const input = { in: { title: 'Never', body: 'b', authorId: userId } };
-    const deep = await runOver(transport, base, { query: DEEP_MUTATION, variables: input }, headers);
+    const deep = await runOver(transport, server.base, { query: DEEP_MUTATION, variables: input }, headers);
     expect(codesOf(deep)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
     expect(await postsBy(userId)).toBe(0);
 
     for (let i = 0; i < 10; i++) {
-      expect((await runOver(transport, base, { query: COSTS_928 }, headers)).errors).toBeUndefined();
+      expect((await runOver(transport, server.base, { query: COSTS_928 }, headers)).errors).toBeUndefined();
     }
     // 720 points left: the cheap mutation (14 points) fits and writes; 696 more leave 10 of 10,000.
-    const fits = await runOver(transport, base, { query: CHEAP_MUTATION, variables: input }, headers);
+    const fits = await runOver(transport, server.base, { query: CHEAP_MUTATION, variables: input }, headers);
     expect(fits.errors).toBeUndefined();
     expect(await postsBy(userId)).toBe(1);
     const spend = `query Spend { ${Array.from({ length: 3 }, (_, i) => `a${i}: ${DEEP_LIST}`).join(' ')} }`;
-    expect((await runOver(transport, base, { query: spend }, headers)).errors).toBeUndefined();
-    const refused = await runOver(transport, base, { query: CHEAP_MUTATION, variables: input }, headers);
+    expect((await runOver(transport, server.base, { query: spend }, headers)).errors).toBeUndefined();
+    const refused = await runOver(
+      transport,
+      server.base,
+      { query: CHEAP_MUTATION, variables: input },
+      headers,
+    );
     expect(codesOf(refused)).toEqual(['RATE_LIMITED']);
     expect(await postsBy(userId)).toBe(1);
   });
 });
 
 describe('one complexity budget per caller, whatever the transport', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium();
   let postId: string;
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-    const author = await atrium.caller({ handle: 'budgetauthor' });
-    const actor = { id: author.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Budget', body: 'b', authorId: author.userId })
-    ).id;
+    ({ postId } = await authorWithPost(server.atrium, 'budgetauthor', 'Budget'));
   });
-  afterAll(async () => atrium?.stop());
 
   it('spends from one budget over POST, GET, WebSocket and SSE; then refuses queries and subscriptions', async () => {
-    const { key } = await atrium.caller({ handle: 'budgetmixed' });
+    const { key } = await server.atrium.caller({ handle: 'budgetmixed' });
     const credentials = { 'x-api-key': key };
     for (let i = 0; i < 10; i++) {
-      const ok = await runOver(TRANSPORTS[i % 4]!, base, { query: COSTS_928 }, credentials);
+      const ok = await runOver(TRANSPORTS[i % 4]!, server.base, { query: COSTS_928 }, credentials);
       expect(ok.errors, `operation ${i + 1}`).toBeUndefined();
     }
     for (const transport of TRANSPORTS) {
-      const refused = await runOver(transport, base, { query: COSTS_928 }, credentials);
+      const refused = await runOver(transport, server.base, { query: COSTS_928 }, credentials);
       expect(codesOf(refused), transport).toEqual(['RATE_LIMITED']);
       expect(refused.errors![0]!.extensions!.retryAfter).toBe(60);
       // POST and GET answer 429; the budget is spent when the operation starts, after an SSE stream
@@ -351,7 +340,7 @@ describe('one complexity budget per caller, whatever the transport', () => {
     for (const transport of ['WS', 'SSE'] as const) {
       const sub = firstEvent(
         transport,
-        base,
+        server.base,
         { query: heavySubscription, variables: { postId } },
         credentials,
       );
@@ -365,16 +354,16 @@ describe('one complexity budget per caller, whatever the transport', () => {
     const fromA = '127.0.0.1';
     const fromB = '127.0.0.2';
     for (let i = 0; i < 10; i++) {
-      const ok = await postFrom(base, fromA, COSTS_928);
+      const ok = await postFrom(server.base, fromA, COSTS_928);
       expect(ok.errors, `operation ${i + 1}`).toBeUndefined();
     }
     // The same address over any transport is the same anonymous caller.
     for (const transport of TRANSPORTS) {
-      const refused = await runOver(transport, base, { query: COSTS_928 });
+      const refused = await runOver(transport, server.base, { query: COSTS_928 });
       expect(codesOf(refused), transport).toEqual(['RATE_LIMITED']);
     }
     // Another address has a budget of its own.
-    const other = await postFrom(base, fromB, COSTS_928);
+    const other = await postFrom(server.base, fromB, COSTS_928);
     expect(other.errors).toBeUndefined();
     expect(other.data).toBeDefined();
   });
@@ -403,11 +392,7 @@ describe('production: known hashes pass the same limits, and subscriptions are p
     );
     atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
     base = (await atrium.listen()).httpUrl!;
-    caller = await atrium.caller({ handle: 'prodwatcher' });
-    const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Prod', body: 'b', authorId: caller.userId })
-    ).id;
+    ({ postId, ...caller } = await authorWithPost(atrium, 'prodwatcher', 'Prod'));
   });
   afterAll(async () => {
     await atrium?.stop();

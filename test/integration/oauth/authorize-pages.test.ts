@@ -1,27 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  authorizeQuery,
   authorizeThroughForm,
   basic,
   cookieFrom,
   form,
   hiddenFields,
+  oauthServerForSuite,
   pkce,
-  startOAuthServer,
+  REDIRECT,
   userWithPassword,
-  type OAuthTestServer,
 } from './support.js';
 
-const REDIRECT = 'https://app.example.com/cb';
-
 describe('the authorization endpoint and its pages', () => {
-  let server: OAuthTestServer;
+  const server = oauthServerForSuite();
   let thirdParty: { client_id: string; client_secret: string };
   let firstParty: { client_id: string; client_secret: string };
   let user: { id: string; handle: string; password: string };
   const { verifier, challenge } = pkce();
 
   beforeAll(async () => {
-    server = await startOAuthServer();
     const clients = server.atrium.services.oauth.clients;
     const t = await clients.create({
       name: 'Third <Party> App',
@@ -32,20 +30,9 @@ describe('the authorization endpoint and its pages', () => {
     firstParty = { client_id: f.client_id, client_secret: f.client_secret! };
     user = await userWithPassword(server.atrium);
   });
-  afterAll(async () => {
-    await server.stop();
-  });
 
-  const query = (overrides: Record<string, string | undefined> = {}) => ({
-    response_type: 'code',
-    client_id: thirdParty.client_id,
-    redirect_uri: REDIRECT,
-    scope: 'profile:read',
-    state: 'state-123',
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    ...overrides,
-  });
+  const query = (overrides: Record<string, string | undefined> = {}) =>
+    authorizeQuery(thirdParty.client_id, challenge, { state: 'state-123', ...overrides });
   const get = (q: Record<string, string | undefined>) =>
     server.atrium.http!.inject({ method: 'GET', url: `/authorize?${form(q)}` });
   const post = (values: Record<string, string | undefined>, headers: Record<string, string> = {}) =>

@@ -1,16 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_AUTH_FAILURES, LOGIN_FAILURES } from '../../../src/oauth/brute-force.js';
 import {
+  authorizeQuery,
   authorizeThroughForm,
   basic,
   form,
   pkce,
+  REDIRECT,
   startOAuthServer,
   userWithPassword,
   type OAuthTestServer,
 } from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
 
 describe('brute-force limits on client authentication and login', () => {
   let server: OAuthTestServer | undefined;
@@ -88,19 +88,7 @@ describe('brute-force limits on client authentication and login', () => {
   describe('logins', () => {
     const { challenge } = pkce();
     const login = async (s: OAuthTestServer, clientId: string, username: string, password: string) =>
-      authorizeThroughForm(
-        s.atrium,
-        {
-          response_type: 'code',
-          client_id: clientId,
-          redirect_uri: REDIRECT,
-          scope: 'profile:read',
-          state: 's',
-          code_challenge: challenge,
-          code_challenge_method: 'S256',
-        },
-        { username, password },
-      );
+      authorizeThroughForm(s.atrium, authorizeQuery(clientId, challenge), { username, password });
 
     it('locks an account after 10 wrong passwords, showing the login page with 429', async () => {
       const s = await start();

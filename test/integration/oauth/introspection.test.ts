@@ -1,37 +1,15 @@
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  basic,
-  codeFlowTokens,
-  discover,
-  firstPartyApp,
-  form,
-  insecure,
-  startOAuthServer,
-  userWithPassword,
-  type OAuthTestServer,
-} from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { basic, codeFlowSuite, codeFlowTokens, form, insecure, REDIRECT } from './support.js';
 
 describe('token introspection (RFC 7662)', () => {
-  let server: OAuthTestServer;
-  let as: oauth.AuthorizationServer;
+  const { server, flow } = codeFlowSuite();
   let resourceServer: { client_id: string; client_secret: string };
-  let app: { client_id: string; client_secret: string; redirect_uri: string };
-  let user: { id: string; handle: string; password: string };
 
   beforeAll(async () => {
-    server = await startOAuthServer();
-    as = await discover(server);
     const clients = server.atrium.services.oauth.clients;
     const rs = await clients.create({ name: 'Resource server', scopes: 'profile:read' });
     resourceServer = { client_id: rs.client_id, client_secret: rs.client_secret! };
-    app = await firstPartyApp(server, REDIRECT);
-    user = await userWithPassword(server.atrium);
-  });
-  afterAll(async () => {
-    await server.stop();
   });
 
   const introspect = (
@@ -51,22 +29,22 @@ describe('token introspection (RFC 7662)', () => {
   const rsAuth = () => basic(resourceServer.client_id, resourceServer.client_secret);
 
   it('describes an active token to oauth4webapi', async () => {
-    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     const rs = { client_id: resourceServer.client_id };
     const response = await oauth.introspectionRequest(
-      as,
+      flow.as,
       rs,
       oauth.ClientSecretBasic(resourceServer.client_secret),
       tokens.access_token,
       { ...insecure, additionalParameters: { token_type_hint: 'access_token' } },
     );
     expect(response.headers.get('cache-control')).toBe('no-store');
-    const result = await oauth.processIntrospectionResponse(as, rs, response);
+    const result = await oauth.processIntrospectionResponse(flow.as, rs, response);
     expect(result).toMatchObject({
       active: true,
       scope: 'profile:read data:export',
-      sub: user.id,
-      client_id: app.client_id,
+      sub: flow.user.id,
+      client_id: flow.app.client_id,
       iss: server.url,
       aud: server.url,
       token_type: 'Bearer',
@@ -75,7 +53,7 @@ describe('token introspection (RFC 7662)', () => {
   });
 
   it('says only { active: false } for anything that is not an active access token', async () => {
-    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     const [head, payload] = tokens.access_token.split('.');
     const tampered = `${head}.${payload}x.${tokens.access_token.split('.')[2]}`;
     for (const token of [tokens.refresh_token, 'garbage', tampered, 'a.b.c', 'x'.repeat(20_000 / 2)]) {
@@ -86,25 +64,25 @@ describe('token introspection (RFC 7662)', () => {
   });
 
   it('reports a token inactive once its grant is revoked', async () => {
-    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     expect((await introspect(tokens.access_token, rsAuth())).json().active).toBe(true);
     const next = await server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
-      payload: { refresh_token: tokens.refresh_token, client_id: app.client_id },
+      payload: { refresh_token: tokens.refresh_token, client_id: flow.app.client_id },
     });
     expect(next.statusCode).toBe(200);
     // Reuse of the old refresh token revokes the family, and with it this access token.
     await server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
-      payload: { refresh_token: tokens.refresh_token, client_id: app.client_id },
+      payload: { refresh_token: tokens.refresh_token, client_id: flow.app.client_id },
     });
     expect((await introspect(tokens.access_token, rsAuth())).json()).toEqual({ active: false });
   });
 
   it('requires client authentication: none, a public client or a wrong secret is 401 invalid_client', async () => {
-    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     const pub = await server.atrium.services.oauth.clients.create({
       name: 'SPA',
       public: true,

@@ -1,18 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { memoryLog } from '../../helpers/memory-log.js';
 import {
+  authorizeQuery,
   authorizeThroughForm,
   basic,
   codeFlowTokens,
   firstPartyApp,
   form,
+  oauthServerForSuite,
   pkce,
-  startOAuthServer,
+  REDIRECT,
   userWithPassword,
-  type OAuthTestServer,
 } from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
 
 /**
  * docs/deployment.md: "Redis down: every request is still served". The token server's brute-force
@@ -20,16 +19,11 @@ const REDIRECT = 'https://app.example.com/cb';
  * per outage, a metric per guard) and requests are judged on their credentials alone.
  */
 describe('the token server when Redis cannot be reached', () => {
-  let server: OAuthTestServer;
   const log = memoryLog('warn');
-
-  beforeAll(async () => {
-    // Nothing listens on port 1: every Redis command fails (as in test/integration/rest/rate-limit).
-    server = await startOAuthServer({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'warn' });
+  // Nothing listens on port 1: every Redis command fails (as in test/integration/rest/rate-limit).
+  const server = oauthServerForSuite({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'warn' });
+  beforeAll(() => {
     server.atrium.services.sharedHealth.useLogger(log.logger);
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   const post = (path: string, authorization: string | undefined, body: Record<string, string>) =>
@@ -78,15 +72,7 @@ describe('the token server when Redis cannot be reached', () => {
     const app = await firstPartyApp(server, REDIRECT);
     const user = await userWithPassword(server.atrium);
     const { challenge } = pkce();
-    const query = {
-      response_type: 'code',
-      client_id: app.client_id,
-      redirect_uri: REDIRECT,
-      scope: 'profile:read',
-      state: 's',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    };
+    const query = authorizeQuery(app.client_id, challenge);
     const wrong = await authorizeThroughForm(server.atrium, query, {
       username: user.handle,
       password: 'wrong',

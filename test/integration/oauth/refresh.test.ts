@@ -1,18 +1,6 @@
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  basic,
-  codeFlowTokens,
-  discover,
-  firstPartyApp,
-  form,
-  insecure,
-  startOAuthServer,
-  userWithPassword,
-  type OAuthTestServer,
-} from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
+import { describe, expect, it } from 'vitest';
+import { basic, codeFlowSuite, codeFlowTokens, form, insecure, REDIRECT } from './support.js';
 
 /** A clock the test can move: refresh tokens live 30 days. */
 const clock = {
@@ -23,23 +11,10 @@ const clock = {
 };
 
 describe('refresh-token rotation', () => {
-  let server: OAuthTestServer;
-  let as: oauth.AuthorizationServer;
-  let client: { client_id: string; client_secret: string; redirect_uri: string };
-  let user: { id: string; handle: string; password: string };
+  const { server, flow } = codeFlowSuite({}, clock);
 
-  beforeAll(async () => {
-    server = await startOAuthServer({}, clock);
-    as = await discover(server);
-    client = await firstPartyApp(server, REDIRECT);
-    user = await userWithPassword(server.atrium);
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
-
-  const tokens = () => codeFlowTokens(server.atrium, client, user);
-  const jsonRefresh = (refresh_token: unknown, client_id: unknown = client.client_id) =>
+  const tokens = () => codeFlowTokens(server.atrium, flow.app, flow.user);
+  const jsonRefresh = (refresh_token: unknown, client_id: unknown = flow.app.client_id) =>
     server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
@@ -51,7 +26,7 @@ describe('refresh-token rotation', () => {
       url: '/oauth/token',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: basic(client.client_id, client.client_secret),
+        authorization: basic(flow.app.client_id, flow.app.client_secret),
       },
       payload: form({ grant_type: 'refresh_token', refresh_token, ...extra }),
     });
@@ -64,16 +39,16 @@ describe('refresh-token rotation', () => {
 
   it('rotates through oauth4webapi with the refresh_token grant', async () => {
     const first = await tokens();
-    const c = { client_id: client.client_id };
+    const c = { client_id: flow.app.client_id };
     const response = await oauth.refreshTokenGrantRequest(
-      as,
+      flow.as,
       c,
-      oauth.ClientSecretBasic(client.client_secret),
+      oauth.ClientSecretBasic(flow.app.client_secret),
       first.refresh_token,
       insecure,
     );
     expect(response.headers.get('cache-control')).toBe('no-store');
-    const next = await oauth.processRefreshTokenResponse(as, c, response);
+    const next = await oauth.processRefreshTokenResponse(flow.as, c, response);
     expect(next.refresh_token).toMatch(/^art_/);
     expect(next.refresh_token).not.toBe(first.refresh_token);
     expect(next.access_token).not.toBe(first.access_token);
@@ -83,10 +58,10 @@ describe('refresh-token rotation', () => {
 
   it('lets oauth4webapi see invalid_grant on a reused, unknown or revoked refresh token, not a challenge', async () => {
     const first = await tokens();
-    const c = { client_id: client.client_id };
-    const auth = oauth.ClientSecretBasic(client.client_secret);
-    const refresh = (token: string) => oauth.refreshTokenGrantRequest(as, c, auth, token, insecure);
-    await oauth.processRefreshTokenResponse(as, c, await refresh(first.refresh_token));
+    const c = { client_id: flow.app.client_id };
+    const auth = oauth.ClientSecretBasic(flow.app.client_secret);
+    const refresh = (token: string) => oauth.refreshTokenGrantRequest(flow.as, c, auth, token, insecure);
+    await oauth.processRefreshTokenResponse(flow.as, c, await refresh(first.refresh_token));
 
     // A Bearer challenge on the token endpoint made processRefreshTokenResponse throw
     // WWWAuthenticateChallengeError, so the application never learned the grant was dead.
@@ -94,7 +69,7 @@ describe('refresh-token rotation', () => {
       const response = await refresh(token);
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBeNull();
-      const refused = await oauth.processRefreshTokenResponse(as, c, response).then(
+      const refused = await oauth.processRefreshTokenResponse(flow.as, c, response).then(
         () => undefined,
         (err: unknown) => err,
       );
@@ -150,7 +125,7 @@ describe('refresh-token rotation', () => {
         fetch(`${server.url}/oauth/token/refresh`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ refresh_token: first.refresh_token, client_id: client.client_id, n: i }),
+          body: JSON.stringify({ refresh_token: first.refresh_token, client_id: flow.app.client_id, n: i }),
         }),
       ),
     );
@@ -183,7 +158,7 @@ describe('refresh-token rotation', () => {
     for (const payload of [
       {},
       { refresh_token: mine.refresh_token },
-      { refresh_token: 5, client_id: client.client_id },
+      { refresh_token: 5, client_id: flow.app.client_id },
     ]) {
       const res = await server.atrium.http!.inject({ method: 'POST', url: '/oauth/token/refresh', payload });
       expect(res.statusCode).toBe(400);
@@ -210,7 +185,7 @@ describe('refresh-token rotation', () => {
       payload: form({
         grant_type: 'refresh_token',
         refresh_token: mine.refresh_token,
-        client_id: client.client_id,
+        client_id: flow.app.client_id,
       }),
     });
     expect(res.statusCode).toBe(401);

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../../../src/domain/clock.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { forSuite } from '../../helpers/suite.js';
 
 export interface OAuthTestServer {
   atrium: TestAtrium;
@@ -39,6 +40,14 @@ export async function startOAuthServer(
   return { atrium, url, stop: () => atrium.stop() };
 }
 
+/** An OAuth server (startOAuthServer) for the enclosing describe block (see forSuite). */
+export function oauthServerForSuite(env: Record<string, string> = {}, clock?: Clock): OAuthTestServer {
+  return forSuite(
+    () => startOAuthServer(env, clock),
+    (server) => server.stop(),
+  );
+}
+
 /** The test server speaks plain http, which oauth4webapi refuses unless told. */
 export const insecure = { [oauth.allowInsecureRequests]: true };
 
@@ -50,6 +59,9 @@ export async function discover(server: OAuthTestServer): Promise<oauth.Authoriza
     await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
   );
 }
+
+/** The redirect URI the tests' apps register. */
+export const REDIRECT = 'https://app.example.com/cb';
 
 /** A confidential first-party client (no consent page) with one redirect URI. */
 export async function firstPartyApp(
@@ -189,4 +201,51 @@ export async function codeFlowTokens(
   });
   if (token.statusCode !== 200) throw new Error(`token answered ${token.statusCode}: ${token.body}`);
   return token.json();
+}
+
+export type App = Awaited<ReturnType<typeof firstPartyApp>>;
+export type PasswordUser = Awaited<ReturnType<typeof userWithPassword>>;
+
+export interface CodeFlowParties {
+  /** The server's metadata, as oauth4webapi discovers it. */
+  as: oauth.AuthorizationServer;
+  /** A first-party app redirecting to REDIRECT. */
+  app: App;
+  user: PasswordUser;
+}
+
+/** The parties of the code flow on `server`, made once for the enclosing describe block (see forSuite). */
+export function codeFlowParties(server: OAuthTestServer): CodeFlowParties {
+  return forSuite(async () => ({
+    as: await discover(server),
+    app: await firstPartyApp(server, REDIRECT),
+    user: await userWithPassword(server.atrium),
+  }));
+}
+
+/** An OAuth server for the enclosing describe block and the parties of the code flow on it. */
+export function codeFlowSuite(
+  env: Record<string, string> = {},
+  clock?: Clock,
+): { server: OAuthTestServer; flow: CodeFlowParties } {
+  const server = oauthServerForSuite(env, clock);
+  return { server, flow: codeFlowParties(server) };
+}
+
+/** The query of an authorization request for profile:read to REDIRECT, with a PKCE challenge. */
+export function authorizeQuery(
+  clientId: string,
+  challenge: string,
+  overrides: Record<string, string | undefined> = {},
+): Record<string, string | undefined> {
+  return {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    scope: 'profile:read',
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...overrides,
+  };
 }

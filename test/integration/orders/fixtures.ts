@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { forSuite } from '../../helpers/suite.js';
 
 /** Shared set-up for the order API tests: a small catalogue, coupons and request helpers. */
 export const ADDRESS = {
@@ -92,10 +93,15 @@ export async function advanceTo(
   }
 }
 
+export interface Shop {
+  atrium: TestAtrium;
+  cat: Catalogue;
+  owner: Headers;
+  admin: Headers;
+}
+
 /** An Atrium with the catalogue, an order owner and an admin (created in that order). */
-export async function startShop(
-  env: Record<string, string> = {},
-): Promise<{ atrium: TestAtrium; cat: Catalogue; owner: Headers; admin: Headers }> {
+export async function startShop(env: Record<string, string> = {}): Promise<Shop> {
   const atrium = await startTestAtrium(env);
   const cat = await makeCatalogue(atrium);
   const owner = (await atrium.caller()).headers;
@@ -116,3 +122,14 @@ export async function orderEvents(
     .execute();
   return rows.map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> }));
 }
+
+/** The shop of startShop for the enclosing describe block (see forSuite), stopped after its tests. */
+export function shopForSuite(env: Record<string, string> = {}): Shop {
+  return forSuite(
+    () => startShop(env),
+    (shop) => shop.atrium.stop(),
+  );
+}
+
+/** A new PENDING order of orderBody's items, created by the shop's owner. */
+export const freshOrder = (shop: Shop) => createOrder(shop.atrium, shop.owner, orderBody(shop.cat));

@@ -1,35 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DomainSignal } from '../../../src/events/bus.js';
-import type { TestAtrium } from '../../helpers/atrium.js';
-import {
-  advanceTo,
-  type Catalogue,
-  createOrder,
-  type Headers,
-  orderBody,
-  orderEvents,
-  request,
-  startShop,
-} from './fixtures.js';
+import { advanceTo, freshOrder, type Headers, orderEvents, request, shopForSuite } from './fixtures.js';
 
 describe('order actions: cancel and refund', () => {
-  let atrium: TestAtrium;
-  let cat: Catalogue;
-  let owner: Headers;
-  let admin: Headers;
-
-  const fresh = () => createOrder(atrium, owner, orderBody(cat));
-  const act = (id: string, action: 'cancel' | 'refund', headers: Headers = owner) =>
-    request(atrium, 'POST', `/api/v2/orders/${id}/${action}`, headers);
-  const get = async (id: string) => (await request(atrium, 'GET', `/api/v2/orders/${id}`, owner)).json();
-  const eventTypes = async (id: string) => (await orderEvents(atrium, id)).map((e) => e.type);
-
-  beforeAll(async () => {
-    ({ atrium, cat, owner, admin } = await startShop());
-  });
-  afterAll(async () => {
-    await atrium.stop();
-  });
+  const shop = shopForSuite();
+  const fresh = () => freshOrder(shop);
+  const act = (id: string, action: 'cancel' | 'refund', headers: Headers = shop.owner) =>
+    request(shop.atrium, 'POST', `/api/v2/orders/${id}/${action}`, headers);
+  const get = async (id: string) =>
+    (await request(shop.atrium, 'GET', `/api/v2/orders/${id}`, shop.owner)).json();
+  const eventTypes = async (id: string) => (await orderEvents(shop.atrium, id)).map((e) => e.type);
 
   describe('cancel', () => {
     it('cancels a PENDING order: 204 with no body, status CANCELLED, order.cancelled', async () => {
@@ -44,14 +24,14 @@ describe('order actions: cancel and refund', () => {
 
     it('cancels a PROCESSING order', async () => {
       const order = await fresh();
-      await advanceTo(atrium, admin, order.id, 'PROCESSING');
+      await advanceTo(shop.atrium, shop.admin, order.id, 'PROCESSING');
       expect((await act(order.id, 'cancel')).statusCode).toBe(204);
       expect((await get(order.id)).status).toBe('CANCELLED');
     });
 
     it.each(['SHIPPED', 'DELIVERED'])('409 conflict from %s', async (status) => {
       const order = await fresh();
-      await advanceTo(atrium, admin, order.id, status);
+      await advanceTo(shop.atrium, shop.admin, order.id, status);
       const res = await act(order.id, 'cancel');
       expect(res.statusCode).toBe(409);
       expect(res.json().error).toBe('conflict');
@@ -70,14 +50,14 @@ describe('order actions: cancel and refund', () => {
       'refunds once from %s; the status stays; order.refunded',
       async (status) => {
         const order = await fresh();
-        await advanceTo(atrium, admin, order.id, status);
+        await advanceTo(shop.atrium, shop.admin, order.id, status);
         const res = await act(order.id, 'refund');
         expect(res.statusCode).toBe(204);
         expect(res.body).toBe('');
         const after = await get(order.id);
         expect(after).toMatchObject({ status, refunded: true });
         expect(typeof after.refunded_at).toBe('string');
-        const refund = await atrium.services.store.db
+        const refund = await shop.atrium.services.store.db
           .selectFrom('refunds')
           .selectAll()
           .where('order_id', '=', order.id)
@@ -92,7 +72,7 @@ describe('order actions: cancel and refund', () => {
 
     it.each(['PENDING', 'PROCESSING'])('409 from %s', async (status) => {
       const order = await fresh();
-      await advanceTo(atrium, admin, order.id, status);
+      await advanceTo(shop.atrium, shop.admin, order.id, status);
       expect((await act(order.id, 'refund')).statusCode).toBe(409);
       expect((await get(order.id)).refunded).toBe(false);
     });
@@ -105,9 +85,9 @@ describe('order actions: cancel and refund', () => {
 
     it('a refunded SHIPPED order can still be delivered and stays refunded', async () => {
       const shipped = await fresh();
-      await advanceTo(atrium, admin, shipped.id, 'SHIPPED');
+      await advanceTo(shop.atrium, shop.admin, shipped.id, 'SHIPPED');
       await act(shipped.id, 'refund');
-      const delivered = await request(atrium, 'PATCH', `/api/v2/orders/${shipped.id}`, admin, {
+      const delivered = await request(shop.atrium, 'PATCH', `/api/v2/orders/${shipped.id}`, shop.admin, {
         status: 'DELIVERED',
       });
       expect(delivered.json()).toMatchObject({ status: 'DELIVERED', refunded: true });
@@ -117,15 +97,15 @@ describe('order actions: cancel and refund', () => {
   describe('who may act', () => {
     it("403 for another caller's order; 404 for a missing one; an admin may act on any", async () => {
       const order = await fresh();
-      const stranger = (await atrium.caller()).headers;
+      const stranger = (await shop.atrium.caller()).headers;
       expect((await act(order.id, 'cancel', stranger)).statusCode).toBe(403);
       expect((await act('ord_missing', 'cancel')).statusCode).toBe(404);
-      expect((await act(order.id, 'cancel', admin)).statusCode).toBe(204);
+      expect((await act(order.id, 'cancel', shop.admin)).statusCode).toBe(204);
     });
 
     it('403 insufficient_scope for a viewer; 401 without credentials', async () => {
       const order = await fresh();
-      const viewer = (await atrium.caller({ role: 'viewer' })).headers;
+      const viewer = (await shop.atrium.caller({ role: 'viewer' })).headers;
       const res = await act(order.id, 'cancel', viewer);
       expect(res.statusCode).toBe(403);
       expect(res.json().error).toBe('insufficient_scope');
@@ -145,11 +125,11 @@ describe('order actions: cancel and refund', () => {
 
     it('10 simultaneous refunds: exactly one refund is recorded', async () => {
       const order = await fresh();
-      await advanceTo(atrium, admin, order.id, 'DELIVERED');
+      await advanceTo(shop.atrium, shop.admin, order.id, 'DELIVERED');
       const results = await Promise.all(Array.from({ length: 10 }, () => act(order.id, 'refund')));
       expect(results.filter((r) => r.statusCode === 204)).toHaveLength(1);
       expect(results.filter((r) => r.statusCode === 409)).toHaveLength(9);
-      const refunds = await atrium.services.store.db
+      const refunds = await shop.atrium.services.store.db
         .selectFrom('refunds')
         .select('id')
         .where('order_id', '=', order.id)
@@ -161,7 +141,7 @@ describe('order actions: cancel and refund', () => {
   describe('signals after commit', () => {
     it('sends order.changed once the change is committed, and never for a refused change', async () => {
       const seen: DomainSignal[] = [];
-      const off = atrium.services.bus.on('order.changed', (s) => seen.push(s));
+      const off = shop.atrium.services.bus.on('order.changed', (s) => seen.push(s));
       try {
         const order = await fresh();
         await act(order.id, 'cancel');

@@ -1,38 +1,31 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestAtrium } from '../../helpers/atrium.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ADDRESS,
   advanceTo,
-  type Catalogue,
   createOrder,
+  freshOrder,
   type Headers,
   orderBody,
   orderEvents,
   request,
-  startShop,
+  shopForSuite,
 } from './fixtures.js';
 
 describe('changing orders: PATCH, PUT, DELETE and line items', () => {
-  let atrium: TestAtrium;
-  let cat: Catalogue;
-  let owner: Headers;
-  let admin: Headers;
+  const shop = shopForSuite();
   let stranger: Headers;
 
-  const fresh = () => createOrder(atrium, owner, orderBody(cat));
-  const patch = (id: string, body: unknown, headers: Headers = owner) =>
-    request(atrium, 'PATCH', `/api/v2/orders/${id}`, headers, body);
-  const put = (id: string, body: unknown, headers: Headers = owner) =>
-    request(atrium, 'PUT', `/api/v2/orders/${id}`, headers, body);
-  const get = async (id: string) => (await request(atrium, 'GET', `/api/v2/orders/${id}`, admin)).json();
-  const eventsFor = (id: string) => orderEvents(atrium, id);
+  const fresh = () => freshOrder(shop);
+  const patch = (id: string, body: unknown, headers: Headers = shop.owner) =>
+    request(shop.atrium, 'PATCH', `/api/v2/orders/${id}`, headers, body);
+  const put = (id: string, body: unknown, headers: Headers = shop.owner) =>
+    request(shop.atrium, 'PUT', `/api/v2/orders/${id}`, headers, body);
+  const get = async (id: string) =>
+    (await request(shop.atrium, 'GET', `/api/v2/orders/${id}`, shop.admin)).json();
+  const eventsFor = (id: string) => orderEvents(shop.atrium, id);
 
   beforeAll(async () => {
-    ({ atrium, cat, owner, admin } = await startShop());
-    stranger = (await atrium.caller()).headers;
-  });
-  afterAll(async () => {
-    await atrium.stop();
+    stranger = (await shop.atrium.caller()).headers;
   });
 
   describe('PATCH', () => {
@@ -111,16 +104,16 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       const byOwner = await patch(order.id, { status: 'PROCESSING' });
       expect(byOwner.statusCode).toBe(403);
       expect(byOwner.json().error).toBe('forbidden');
-      const skip = await patch(order.id, { status: 'SHIPPED' }, admin);
+      const skip = await patch(order.id, { status: 'SHIPPED' }, shop.admin);
       expect(skip.statusCode).toBe(409);
       expect(skip.json().error).toBe('conflict');
       for (const status of ['PROCESSING', 'SHIPPED', 'DELIVERED']) {
-        const res = await patch(order.id, { status }, admin);
+        const res = await patch(order.id, { status }, shop.admin);
         expect(res.statusCode).toBe(200);
         expect(res.json().status).toBe(status);
       }
       for (const status of ['SHIPPED', 'PENDING', 'CANCELLED']) {
-        expect((await patch(order.id, { status }, admin)).statusCode).toBe(409);
+        expect((await patch(order.id, { status }, shop.admin)).statusCode).toBe(409);
       }
       const types = (await eventsFor(order.id)).map((e) => e.type);
       expect(types).toEqual(['order.created', 'order.updated', 'order.updated', 'order.updated']);
@@ -132,12 +125,12 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json().status).toBe('CANCELLED');
       expect((await eventsFor(order.id)).map((e) => e.type)).toEqual(['order.created', 'order.cancelled']);
-      expect((await patch(order.id, { status: 'PROCESSING' }, admin)).statusCode).toBe(409);
+      expect((await patch(order.id, { status: 'PROCESSING' }, shop.admin)).statusCode).toBe(409);
     });
 
     it('409 for editing an order that is no longer PENDING', async () => {
       const order = await fresh();
-      await advanceTo(atrium, admin, order.id, 'PROCESSING');
+      await advanceTo(shop.atrium, shop.admin, order.id, 'PROCESSING');
       const res = await patch(order.id, { shipping_address: ADDRESS });
       expect(res.statusCode).toBe(409);
       expect(res.json().error).toBe('conflict');
@@ -148,7 +141,7 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       expect((await patch(order.id, { currency: 'GBP' }, stranger)).statusCode).toBe(403);
       expect((await patch('ord_missing', { currency: 'GBP' })).statusCode).toBe(404);
       expect((await patch('ord_%00', { currency: 'GBP' })).statusCode).toBe(404);
-      expect((await patch(order.id, { currency: 'GBP' }, admin)).json().currency).toBe('GBP');
+      expect((await patch(order.id, { currency: 'GBP' }, shop.admin)).json().currency).toBe('GBP');
     });
   });
 
@@ -156,7 +149,7 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
     it('replaces items, currency, address and coupon; prices come from the catalogue again', async () => {
       const order = await fresh();
       const res = await put(order.id, {
-        items: [{ product_id: cat.gadget, quantity: 3 }],
+        items: [{ product_id: shop.cat.gadget, quantity: 3 }],
         currency: 'GBP',
         shipping_address: { ...ADDRESS, city: 'Bath' },
         coupon_code: 'FIVEBUCKS',
@@ -174,13 +167,21 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
         status: 'PENDING',
       });
       expect(body.items).toHaveLength(1);
-      expect(body.items[0]).toMatchObject({ product_id: cat.gadget, quantity: 3, unit_price_cents: 399 });
+      expect(body.items[0]).toMatchObject({
+        product_id: shop.cat.gadget,
+        quantity: 3,
+        unit_price_cents: 399,
+      });
       expect(await get(order.id)).toEqual(body);
     });
 
     it('an omitted coupon_code means none: PUT is a full replacement', async () => {
-      const order = await createOrder(atrium, owner, orderBody(cat, { coupon_code: 'TENOFF' }));
-      const res = await put(order.id, orderBody(cat));
+      const order = await createOrder(
+        shop.atrium,
+        shop.owner,
+        orderBody(shop.cat, { coupon_code: 'TENOFF' }),
+      );
+      const res = await put(order.id, orderBody(shop.cat));
       expect(res.json()).toMatchObject({ coupon_code: null, discount_cents: 0 });
     });
 
@@ -191,57 +192,68 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       expect(partial.json().details).toContainEqual(
         expect.objectContaining({ field: 'items', code: 'required' }),
       );
-      const unknown = await put(order.id, orderBody(cat, { items: [{ product_id: 'prd_x', quantity: 1 }] }));
+      const unknown = await put(
+        order.id,
+        orderBody(shop.cat, { items: [{ product_id: 'prd_x', quantity: 1 }] }),
+      );
       expect(unknown.statusCode).toBe(422);
-      expect((await put(order.id, orderBody(cat), stranger)).statusCode).toBe(403);
-      await advanceTo(atrium, admin, order.id, 'SHIPPED');
-      expect((await put(order.id, orderBody(cat))).statusCode).toBe(409);
+      expect((await put(order.id, orderBody(shop.cat), stranger)).statusCode).toBe(403);
+      await advanceTo(shop.atrium, shop.admin, order.id, 'SHIPPED');
+      expect((await put(order.id, orderBody(shop.cat))).statusCode).toBe(409);
     });
   });
 
   describe('DELETE', () => {
     it('removes a PENDING order (announced as order.cancelled) and it is gone', async () => {
       const order = await fresh();
-      const res = await request(atrium, 'DELETE', `/api/v2/orders/${order.id}`, owner);
+      const res = await request(shop.atrium, 'DELETE', `/api/v2/orders/${order.id}`, shop.owner);
       expect(res.statusCode).toBe(204);
       expect(res.body).toBe('');
-      expect((await request(atrium, 'GET', `/api/v2/orders/${order.id}`, owner)).statusCode).toBe(404);
+      expect((await request(shop.atrium, 'GET', `/api/v2/orders/${order.id}`, shop.owner)).statusCode).toBe(
+        404,
+      );
       const events = await eventsFor(order.id);
       expect(events.map((e) => e.type)).toEqual(['order.created', 'order.cancelled']);
       expect(events[1]!.data.status).toBe('CANCELLED');
-      const items = await atrium.services.store.db
+      const items = await shop.atrium.services.store.db
         .selectFrom('order_items')
         .select('id')
         .where('order_id', '=', order.id)
         .execute();
       expect(items).toEqual([]);
-      expect((await request(atrium, 'DELETE', `/api/v2/orders/${order.id}`, owner)).statusCode).toBe(404);
+      expect(
+        (await request(shop.atrium, 'DELETE', `/api/v2/orders/${order.id}`, shop.owner)).statusCode,
+      ).toBe(404);
     });
 
     it('removes a CANCELLED order without a second cancellation event', async () => {
       const order = await fresh();
-      await request(atrium, 'POST', `/api/v2/orders/${order.id}/cancel`, owner);
-      expect((await request(atrium, 'DELETE', `/api/v2/orders/${order.id}`, owner)).statusCode).toBe(204);
+      await request(shop.atrium, 'POST', `/api/v2/orders/${order.id}/cancel`, shop.owner);
+      expect(
+        (await request(shop.atrium, 'DELETE', `/api/v2/orders/${order.id}`, shop.owner)).statusCode,
+      ).toBe(204);
       expect((await eventsFor(order.id)).map((e) => e.type)).toEqual(['order.created', 'order.cancelled']);
     });
 
     it('409 for an order in fulfilment, 403 for another caller', async () => {
       const order = await fresh();
-      expect((await request(atrium, 'DELETE', `/api/v2/orders/${order.id}`, stranger)).statusCode).toBe(403);
-      await advanceTo(atrium, admin, order.id, 'PROCESSING');
-      const res = await request(atrium, 'DELETE', `/api/v2/orders/${order.id}`, owner);
+      expect((await request(shop.atrium, 'DELETE', `/api/v2/orders/${order.id}`, stranger)).statusCode).toBe(
+        403,
+      );
+      await advanceTo(shop.atrium, shop.admin, order.id, 'PROCESSING');
+      const res = await request(shop.atrium, 'DELETE', `/api/v2/orders/${order.id}`, shop.owner);
       expect(res.statusCode).toBe(409);
       expect(res.json().error).toBe('conflict');
     });
   });
 
   describe('line items', () => {
-    const items = (id: string, headers: Headers = owner) =>
-      request(atrium, 'GET', `/api/v2/orders/${id}/items`, headers);
-    const addItem = (id: string, body: unknown, headers: Headers = owner) =>
-      request(atrium, 'POST', `/api/v2/orders/${id}/items`, headers, body);
-    const removeItem = (id: string, itemId: string, headers: Headers = owner) =>
-      request(atrium, 'DELETE', `/api/v2/orders/${id}/items/${itemId}`, headers);
+    const items = (id: string, headers: Headers = shop.owner) =>
+      request(shop.atrium, 'GET', `/api/v2/orders/${id}/items`, headers);
+    const addItem = (id: string, body: unknown, headers: Headers = shop.owner) =>
+      request(shop.atrium, 'POST', `/api/v2/orders/${id}/items`, headers, body);
+    const removeItem = (id: string, itemId: string, headers: Headers = shop.owner) =>
+      request(shop.atrium, 'DELETE', `/api/v2/orders/${id}/items/${itemId}`, headers);
 
     it('lists the items and reads one', async () => {
       const order = await fresh();
@@ -251,20 +263,30 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       // The list envelope, as every list has it; an order's items always fit one page.
       expect(res.json().pagination).toEqual({ has_more: false, next_cursor: null, limit: 50 });
       const first = (order.items as Array<{ id: string }>)[0]!;
-      const one = await request(atrium, 'GET', `/api/v2/orders/${order.id}/items/${first.id}`, owner);
+      const one = await request(
+        shop.atrium,
+        'GET',
+        `/api/v2/orders/${order.id}/items/${first.id}`,
+        shop.owner,
+      );
       expect(one.json()).toEqual(first);
       expect(
-        (await request(atrium, 'GET', `/api/v2/orders/${order.id}/items/itm_nope`, owner)).statusCode,
+        (await request(shop.atrium, 'GET', `/api/v2/orders/${order.id}/items/itm_nope`, shop.owner))
+          .statusCode,
       ).toBe(404);
       expect((await items(order.id, stranger)).statusCode).toBe(403);
     });
 
     it('adds an item at the catalogue price: 201, Location, totals updated, order.updated', async () => {
-      const order = await createOrder(atrium, owner, orderBody(cat, { coupon_code: 'TENOFF' }));
-      const res = await addItem(order.id, { product_id: cat.gadget, quantity: 10 });
+      const order = await createOrder(
+        shop.atrium,
+        shop.owner,
+        orderBody(shop.cat, { coupon_code: 'TENOFF' }),
+      );
+      const res = await addItem(order.id, { product_id: shop.cat.gadget, quantity: 10 });
       expect(res.statusCode).toBe(201);
       const item = res.json();
-      expect(item).toMatchObject({ product_id: cat.gadget, quantity: 10, unit_price_cents: 399 });
+      expect(item).toMatchObject({ product_id: shop.cat.gadget, quantity: 10, unit_price_cents: 399 });
       expect(res.headers.location).toBe(`/api/v2/orders/${order.id}/items/${item.id}`);
       const after = await get(order.id);
       expect(after.items).toHaveLength(3);
@@ -283,7 +305,7 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       ['a client price', { unit_price_cents: 1 }, 'unit_price_cents', 'unknown_field'],
     ])('400 for %s', async (_name, change, field, code) => {
       const order = await fresh();
-      const res = await addItem(order.id, { product_id: cat.widget, quantity: 1, ...change });
+      const res = await addItem(order.id, { product_id: shop.cat.widget, quantity: 1, ...change });
       expect(res.statusCode).toBe(400);
       expect(res.json().details).toContainEqual(expect.objectContaining({ field, code }));
     });
@@ -294,13 +316,13 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       expect(unknown.statusCode).toBe(422);
       expect(unknown.json().details[0]).toMatchObject({ field: 'product_id', code: 'unknown_product' });
       const full = await createOrder(
-        atrium,
-        owner,
-        orderBody(cat, {
-          items: Array.from({ length: 50 }, () => ({ product_id: cat.gadget, quantity: 1 })),
+        shop.atrium,
+        shop.owner,
+        orderBody(shop.cat, {
+          items: Array.from({ length: 50 }, () => ({ product_id: shop.cat.gadget, quantity: 1 })),
         }),
       );
-      const res = await addItem(full.id, { product_id: cat.widget, quantity: 1 });
+      const res = await addItem(full.id, { product_id: shop.cat.widget, quantity: 1 });
       expect(res.statusCode).toBe(422);
       expect(res.json().details[0]).toMatchObject({ field: 'items', code: 'range_error' });
     });
@@ -319,18 +341,20 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
 
     it("items of an order in fulfilment are fixed (409), and others' orders are 403", async () => {
       const order = await fresh();
-      expect((await addItem(order.id, { product_id: cat.widget, quantity: 1 }, stranger)).statusCode).toBe(
-        403,
-      );
-      await advanceTo(atrium, admin, order.id, 'PROCESSING');
-      expect((await addItem(order.id, { product_id: cat.widget, quantity: 1 })).statusCode).toBe(409);
+      expect(
+        (await addItem(order.id, { product_id: shop.cat.widget, quantity: 1 }, stranger)).statusCode,
+      ).toBe(403);
+      await advanceTo(shop.atrium, shop.admin, order.id, 'PROCESSING');
+      expect((await addItem(order.id, { product_id: shop.cat.widget, quantity: 1 })).statusCode).toBe(409);
       const first = (order.items as Array<{ id: string }>)[0]!;
       expect((await removeItem(order.id, first.id)).statusCode).toBe(409);
     });
 
     it('items of a missing order are 404', async () => {
       expect((await items('ord_missing')).statusCode).toBe(404);
-      expect((await addItem('ord_missing', { product_id: cat.widget, quantity: 1 })).statusCode).toBe(404);
+      expect((await addItem('ord_missing', { product_id: shop.cat.widget, quantity: 1 })).statusCode).toBe(
+        404,
+      );
     });
   });
 });

@@ -1,7 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { iso } from '../../../src/domain/clock.js';
-import { newId } from '../../../src/domain/ids.js';
-import { newSigningSecret } from '../../../src/webhooks/signing.js';
 import { startWebhookWorker } from '../../../src/webhooks/index.js';
 import type { Resolver } from '../../../src/webhooks/address-policy.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
@@ -111,25 +108,14 @@ describe('at delivery time', () => {
 
   it('an endpoint stored while private targets were allowed is refused once they are not', async () => {
     const who = await atrium.caller();
-    const now = new Date();
-    const id = newId('whe');
-    // As a development process (WEBHOOK_ALLOW_PRIVATE=true) would have stored it.
-    await atrium.services.store.db
-      .insertInto('webhook_endpoints')
-      .values({
-        id,
-        user_id: who.userId,
-        url: receiver.url('/literal'),
-        events: '["*"]',
-        secret: newSigningSecret(),
-        disabled_at: null,
-        disabled_reason: null,
-        previous_secret: null,
-        previous_secret_expires_at: null,
-        created_at: iso(now),
-        updated_at: iso(now),
-      })
-      .execute();
+    // Stored by the endpoint rules of a development process (WEBHOOK_ALLOW_PRIVATE=true), on the
+    // same database: the row is whatever creation writes, not a copy of it kept in this test.
+    const { WebhookEndpoints } = await import('../../../src/webhooks/endpoints.js');
+    const development = new WebhookEndpoints(atrium.services.deps, { allowPrivate: true });
+    const { id } = await development.create(
+      { id: who.userId, kind: 'user', role: 'member' },
+      { url: receiver.url('/literal') },
+    );
     await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
     const attempts = await waitForAttempts(id, who.headers, 1);
     expect(attempts[0]!.error).toMatch(/^refused: 127\.0\.0\.1 is a loopback, private or link-local address/);
