@@ -32,6 +32,8 @@ export interface AtriumBehindProxy {
   atrium: Atrium;
   /** Makes the database unreachable for this Atrium: its connections drop, new ones are refused. */
   cutDatabase(): Promise<void>;
+  /** Makes it reachable again at the same address, as when PostgreSQL is back from a restart. */
+  restoreDatabase(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startAtriumBehindProxy(
   return {
     atrium,
     cutDatabase: () => proxy.cut(),
+    restoreDatabase: () => proxy.restore(),
     async stop() {
       await atrium.close();
       await proxy.cut().catch(() => undefined);

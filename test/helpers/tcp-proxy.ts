@@ -40,4 +40,19 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy();
     await closed;
   }
+
+  /**
+   * Relays again after `cut()`, on the same port: the server came back, and the clients configured
+   * with this address reconnect to it as they would to a restarted database.
+   */
+  async restore(): Promise<void> {
+    if (this.server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
 }
