@@ -138,6 +138,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // server's forms are application/x-www-form-urlencoded only (RFC 6749), never text/plain.
   app.removeContentTypeParser('text/plain');
   app.decorateRequest('principal', null);
+  app.decorateRequest('users', null);
 
   requestContext(app, config.requestTimeoutMs);
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err));

@@ -5,10 +5,13 @@ import type { Principal } from '../auth/principal.js';
 import type { Scope } from '../auth/scopes.js';
 import { requireScope } from '../auth/scopes.js';
 import { DomainError } from '../domain/errors.js';
+import { RequestUsers } from '../domain/request-users.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
+    /** Users authentication read for this request (an API key's user): see RequestUsers. */
+    users: RequestUsers | null;
   }
 }
 
@@ -42,11 +45,16 @@ export function headerValue(request: FastifyRequest, name: string): string | und
  */
 export function httpAuth(authenticator: Authenticator, after: AfterAuthentication[] = []): HttpAuth {
   async function identify(request: FastifyRequest, reply: FastifyReply): Promise<Principal | null> {
-    const principal = await authenticator.authenticate({
-      authorization: headerValue(request, 'authorization'),
-      apiKey: headerValue(request, 'x-api-key'),
-    });
+    const users = new RequestUsers();
+    const principal = await authenticator.authenticate(
+      {
+        authorization: headerValue(request, 'authorization'),
+        apiKey: headerValue(request, 'x-api-key'),
+      },
+      users,
+    );
     request.principal = principal;
+    request.users = users;
     if (principal) for (const step of after) await step(principal, request, reply);
     return principal;
   }

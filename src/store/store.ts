@@ -25,10 +25,11 @@ export interface Store {
   statementCount(): number;
   /**
    * A number that changes once another connection has committed to the database: an admin command
-   * beside the one SQLite serving process, which cannot reach its in-process caches. Always 0 on
-   * PostgreSQL, where processes share changes through Redis (REDIS_URL).
+   * beside the one SQLite serving process, which cannot reach its in-process caches. Undefined on
+   * PostgreSQL: nothing short of a round trip to the server tells of another process's commit, so a
+   * cache kept in this process's memory cannot be kept fresh there (only one shared through Redis).
    */
-  foreignCommits(): number;
+  readonly foreignCommits: (() => number) | undefined;
 }
 
 /** Kysely's log hook, used only to count statements; it runs once per executed query. */
@@ -204,7 +205,7 @@ function makeStore(
   dialect: Dialect,
   poolStats: Store['poolStats'],
   counter: { n: number },
-  foreignCommits: () => number = () => 0,
+  foreignCommits?: () => number,
 ): Store {
   return {
     db,

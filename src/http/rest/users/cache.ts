@@ -31,11 +31,47 @@ interface Read {
   stale: boolean;
 }
 
+/** How the REST user API reads a user's JSON, and forgets it after a change it made itself. */
+export interface UserReads {
+  read(userId: string, load: () => Promise<string>): Promise<{ json: string; hit: boolean }>;
+  invalidate(userId: string): Promise<void>;
+}
+
+/** Every read goes to the store, so it is as fresh as the database (`X-Cache: MISS` always). */
+const UNCACHED: UserReads = {
+  read: async (_userId, load) => ({ json: await load(), hit: false }),
+  invalidate: async () => undefined,
+};
+
+/**
+ * Whether REST user reads may be answered from a cache (decisions §3: a change from any surface or
+ * process invalidates every cached copy at once).
+ *
+ * - With Redis the cache is shared, and every writer, in whatever process, drops the copy there.
+ * - Without it the cache is this process's memory, which another process (an admin command, a
+ *   second instance) cannot reach. SQLite tells this process of their commits for free
+ *   (`foreignCommits`), so the cache stays. PostgreSQL tells nothing short of a round trip to the
+ *   server, which costs about what the cached read saves (one primary-key lookup), and a
+ *   LISTEN/NOTIFY invalidation would arrive after the commit, not with it, and miss writes that do
+ *   not send it (psql); so there every read goes to the store.
+ */
+export function restUserReads(deps: {
+  cache: Cache;
+  bus: DomainBus;
+  logger: Logger;
+  sharedCache: boolean;
+  foreignCommits: (() => number) | undefined;
+}): UserReads {
+  if (deps.sharedCache) return new CachedUsers(deps.cache, deps.bus, deps.logger);
+  if (deps.foreignCommits) return new CachedUsers(deps.cache, deps.bus, deps.logger, deps.foreignCommits);
+  return UNCACHED;
+}
+
 /**
  * Read-through access to the cached REST user. A change that commits while a miss is being loaded
  * marks that load stale so its (possibly old) result is not written back over the invalidation.
  */
-export class CachedUsers {
+export class CachedUsers implements UserReads {
   private readonly loading = new Map<string, Set<Read>>();
 
   /**

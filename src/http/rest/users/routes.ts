@@ -7,7 +7,7 @@ import type { Services } from '../../../compose.js';
 import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-policies.js';
 import type { RouteModule } from '../../routes.js';
 import { restUser } from '../shapes.js';
-import { CachedUsers } from './cache.js';
+import { restUserReads } from './cache.js';
 import { USER_API_DIALECT, userApiErrorHandler } from './errors.js';
 import { registerErrorDialect } from '../../errors.js';
 import {
@@ -44,14 +44,13 @@ function addVary(reply: FastifyReply, ...names: string[]): void {
  */
 async function registerUserApi(app: FastifyInstance, services: Services): Promise<void> {
   const { core } = services;
-  // A cache in this process's memory cannot hear another process's changes; one in Redis can (the
-  // admin commands invalidate it there themselves).
-  const cached = new CachedUsers(
-    services.cache,
-    services.bus,
-    services.logger,
-    services.config.redisUrl === undefined ? () => services.store.foreignCommits() : undefined,
-  );
+  const cached = restUserReads({
+    cache: services.cache,
+    bus: services.bus,
+    logger: services.logger,
+    sharedCache: services.config.redisUrl !== undefined,
+    foreignCommits: services.store.foreignCommits,
+  });
   const auth = (scope: Scope) => services.httpAuth.required(scope);
   // Decided before the body is read, so a non-admin gets 403 whatever it sent.
   const adminOnly: onRequestAsyncHookHandler = async (request) => {
@@ -73,8 +72,9 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
           tags: ['users'],
           summary: 'Get a user',
           description:
-            'The caller themself or an admin; anyone else gets 403. Answers from a cache shared by every ' +
-            'instance (`X-Cache: HIT` or `MISS`); any change to the user, from any API, clears it.',
+            'The caller themself or an admin; anyone else gets 403. May answer from a cache (`X-Cache: HIT` ' +
+            'or `MISS`); any change to the user, from any API or process, clears it. On PostgreSQL ' +
+            'without Redis there is no cache and every answer is a `MISS`.',
           params: UserParams,
           response: {
             200: {
@@ -97,8 +97,11 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         const principal = principalOf(request);
         const id = request.params.user_id;
         // Missing users answer 404 to everyone: ids are unguessable, so this reveals nothing.
+        // A caller reading themself by API key was read by authentication a moment ago: that row is
+        // as fresh as another read, and saves the lookup on PostgreSQL without Redis, where every
+        // read is a miss.
         const { json, hit } = await cached.read(id, async () =>
-          JSON.stringify(restUser(await core.users.get(id))),
+          JSON.stringify(restUser(request.users?.known(id) ?? (await core.users.get(id)))),
         );
         assertMayReadUser(toActor(principal), id);
         reply.header('cache-control', USER_CACHE_CONTROL).header('x-cache', hit ? 'HIT' : 'MISS');
