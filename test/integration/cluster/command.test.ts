@@ -154,6 +154,17 @@ describe(
   },
 );
 
+describe('atrium cluster --print-nginx', { timeout: 60_000 }, () => {
+  it("renders nginx's body limit in both servers above the BODY_LIMIT_BYTES the instances would get", async () => {
+    const result = await runCli(['cluster', '--print-nginx'], { BODY_LIMIT_BYTES: '3145728' });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.match(/client_max_body_size \d+;/g)).toEqual([
+      'client_max_body_size 4194304;',
+      'client_max_body_size 4194304;',
+    ]);
+  });
+});
+
 describe(
   'atrium cluster names the setting of a bad input before it starts anything',
   { timeout: 90_000 },
@@ -199,6 +210,13 @@ describe(
           'a port 1-65535',
         ],
         [['--http-port', 'abc'], unreachable, { code: 2, error: 'usage' }, '--http-port'],
+        // nginx's body limit is rendered from it: a bad one is refused, not rendered.
+        [
+          ['--print-nginx'],
+          { BODY_LIMIT_BYTES: '2mb' },
+          { code: 1, error: 'invalid_configuration', variable: 'BODY_LIMIT_BYTES' },
+          'an integer number of bytes',
+        ],
       ];
       const results = await Promise.all(cases.map(([args, env]) => runCli(['cluster', ...args], env)));
       results.forEach((result, i) => {
@@ -238,23 +256,43 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
     });
   });
 
-  it('is ready through its real nginx', async ({ skip: skipIt }) => {
+  it('is ready through its real nginx, whose body limit sits above the BODY_LIMIT_BYTES it runs with', async ({
+    skip: skipIt,
+  }) => {
     if (skip) skipIt();
+    // More than a fixed client_max_body_size of 2m would let through: nginx's must follow the api's.
+    const limit = 3 * 1024 * 1024;
     let runDir = '';
-    await withOneApiCluster(await freePorts(3), NGINX, {}, async (started) => {
-      const cluster = await started;
-      runDir = cluster.runDir;
-      try {
-        expect((await fetch(`${cluster.httpUrl}/healthz`)).headers.get('server')).toBe('nginx');
-        expect(existsSync(join(cluster.runDir, 'nginx.conf'))).toBe(true);
-      } finally {
-        await cluster.stop();
-      }
-    });
+    await withOneApiCluster(
+      await freePorts(3),
+      NGINX,
+      { BODY_LIMIT_BYTES: String(limit) },
+      async (started) => {
+        const cluster = await started;
+        runDir = cluster.runDir;
+        try {
+          expect((await fetch(`${cluster.httpUrl}/healthz`)).headers.get('server')).toBe('nginx');
+          expect(existsSync(join(cluster.runDir, 'nginx.conf'))).toBe(true);
+          const post = (bytes: number) =>
+            fetch(`${cluster.httpUrl}/graphql`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: Buffer.alloc(bytes, 'a'),
+            });
+          // The api's answers carry its security headers; nginx's own pages do not. (Just over the
+          // limit is not asserted at this size: the api answers 413 and closes while nginx is still
+          // writing the 3 MiB, and nginx turns the reset into a 502.)
+          const atLimit = await post(limit);
+          expect(atLimit.status).not.toBe(413);
+          expect(atLimit.headers.get('x-frame-options')).toBe('DENY');
+        } finally {
+          await cluster.stop();
+        }
+      },
+    );
     // The temporary directory it made (logs, nginx's config and prefix) goes with it.
     expect(existsSync(runDir)).toBe(false);
   });
-
   it('a SIGTERM while it starts stops every process it has started, then exits 0', async ({
     skip: skipIt,
   }) => {
