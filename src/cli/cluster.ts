@@ -4,7 +4,7 @@ import { renderNginxSite } from '../cluster/nginx-config.js';
 import { planLayout } from '../cluster/layout.js';
 import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { plannedPorts } from '../cluster/cluster.js';
+import { instanceBodyLimit, plannedPorts } from '../cluster/cluster.js';
 import { assertPlanFits } from '../cluster/ports.js';
 import { ConfigError } from '../config/schema.js';
 import { parse } from './args.js';
@@ -94,6 +94,8 @@ export async function runCluster(argv: string[]): Promise<number> {
         api: specs.filter((s) => s.role === 'api').map((s) => at(s.port)),
         auth: specs.filter((s) => s.role === 'auth').map((s) => at(s.port)),
         grpc: specs.filter((s) => s.role === 'grpc').map((s) => at(s.grpcPort)),
+        // nginx's limit sits above the instances' own, as `atrium cluster` would run them.
+        bodyLimitBytes: instanceBodyLimit(process.env),
       }),
     );
     return 0;

@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError } from '../config/schema.js';
+import { readEnvFile } from '../config/env-file.js';
+import { bodyLimitBytesFrom, ConfigError } from '../config/schema.js';
 import { Child, waitForOk } from './child.js';
 import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
@@ -95,6 +96,8 @@ export class Cluster {
     readonly processes: RunningProcess[],
     private readonly command: string[],
     private readonly env: NodeJS.ProcessEnv,
+    /** The processes' BODY_LIMIT_BYTES; nginx's own limit is rendered above it. */
+    private readonly bodyLimitBytes: number,
   ) {
     this.ownsRunDir = options.runDir === undefined;
   }
@@ -124,20 +127,6 @@ export class Cluster {
     const specs = planLayout(options.layout, options.basePort ?? 4000, options.ports);
     const planned = plannedPorts(options.layout, options.httpPort, options.grpcPort, specs);
     assertPlanFits(planned);
-    await assertPortsFree(host, planned);
-    await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
-      // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
-      const { code, message } = err as { code?: string; message?: string };
-      throw new ConfigError(
-        'CLUSTER_DATABASE_URL',
-        `a PostgreSQL server that answers and lets its user create the database (${code ?? message ?? String(err)})`,
-        redactPassword(options.databaseUrl),
-      );
-    });
-    if (options.signal?.aborted) throw new StartAborted();
-    const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
-    mkdirSync(join(runDir, 'logs'), { recursive: true });
-    const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
     const publicUrl = `http://${hostForUrl(host)}:${options.httpPort}`;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -152,6 +141,23 @@ export class Cluster {
       TRUST_PROXY: options.env?.TRUST_PROXY ?? '1',
       SHUTDOWN_DELAY_MS: String(options.shutdownDelayMs ?? 2000),
     };
+    // nginx's limit follows the processes' own, from the environment they get. Read before anything
+    // starts: a bad value stops the start with one line naming the variable.
+    const bodyLimitBytes = instanceBodyLimit(env);
+    await assertPortsFree(host, planned);
+    await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
+      // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
+      const { code, message } = err as { code?: string; message?: string };
+      throw new ConfigError(
+        'CLUSTER_DATABASE_URL',
+        `a PostgreSQL server that answers and lets its user create the database (${code ?? message ?? String(err)})`,
+        redactPassword(options.databaseUrl),
+      );
+    });
+    if (options.signal?.aborted) throw new StartAborted();
+    const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
+    mkdirSync(join(runDir, 'logs'), { recursive: true });
+    const command = options.command ?? [process.execPath, join(ROOT, 'bin/atrium.js')];
     const processes = specs.map((spec) => ({
       spec,
       url: `http://${hostForUrl(host)}:${spec.port}`,
@@ -164,7 +170,7 @@ export class Cluster {
         ROOT,
       ),
     }));
-    const cluster = new Cluster(options, runDir, processes, command, env);
+    const cluster = new Cluster(options, runDir, processes, command, env, bodyLimitBytes);
     const { signal } = options;
     const whenAborted = () => void cluster.stop();
     signal?.addEventListener('abort', whenAborted, { once: true });
@@ -226,6 +232,7 @@ export class Cluster {
       api: this.role('api').map((p) => address(p.spec.port)),
       auth: this.role('auth').map((p) => address(p.spec.port)),
       grpc: this.role('grpc').map((p) => address(p.spec.grpcPort)),
+      bodyLimitBytes: this.bodyLimitBytes,
       outOfRotationDir: join(this.runDir, 'out-of-rotation'),
     };
     // nginx's workers test for the files in it, and run as another user when nginx starts as root
@@ -373,6 +380,16 @@ export class Cluster {
       .slice(-lines)
       .join('\n');
   }
+}
+
+/**
+ * BODY_LIMIT_BYTES as the cluster's instances will read it: `env` first, then the `.env` file in
+ * ROOT, their working directory (config/load.ts). nginx's limit is rendered above it.
+ */
+export function instanceBodyLimit(env: NodeJS.ProcessEnv): number {
+  const seen = { ...env };
+  readEnvFile(join(ROOT, '.env'), seen, []);
+  return bodyLimitBytesFrom(seen);
 }
 
 function readOr(path: string): string {

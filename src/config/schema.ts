@@ -217,6 +217,20 @@ export const VARIABLES: VariableSpec[] = [
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/**
+ * BODY_LIMIT_BYTES alone, as parseConfig reads it: `atrium cluster` renders nginx's own body limit
+ * from the value its instances will run with (src/cluster/nginx-config.ts).
+ */
+export function bodyLimitBytesFrom(env: Env): number {
+  const raw = env.BODY_LIMIT_BYTES?.trim();
+  return int(
+    'BODY_LIMIT_BYTES',
+    raw === undefined || raw === '' ? '1048576' : raw,
+    'an integer number of bytes, 1-104857600',
+    (n) => n >= 1 && n <= 104_857_600,
+  );
+}
+
 /** Parses and validates the environment; throws ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const get = (name: string): string | undefined => {
@@ -327,12 +341,7 @@ export function parseConfig(env: Env): Config {
     'an integer number of milliseconds, 1-600000',
     (n) => n >= 1 && n <= 600_000,
   );
-  const bodyLimitBytes = int(
-    'BODY_LIMIT_BYTES',
-    get('BODY_LIMIT_BYTES') ?? '1048576',
-    'an integer number of bytes, 1-104857600',
-    (n) => n >= 1 && n <= 104_857_600,
-  );
+  const bodyLimitBytes = bodyLimitBytesFrom(env);
 
   const trustProxy = parseTrustProxy(get('TRUST_PROXY'));
   const shutdownDelayMs = int(

@@ -3,17 +3,21 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
 import { DEFAULT_LAYOUT, planLayout } from '../../../src/cluster/layout.js';
 import {
   COMPOSE_SITE,
+  nginxBodyLimit,
   OUT_OF_ROTATION_DIR,
   renderNginxMain,
   renderNginxSite,
 } from '../../../src/cluster/nginx-config.js';
+import { bodyLimitBytesFrom, ConfigError, parseConfig } from '../../../src/config/schema.js';
 import { root } from '../../helpers/cli.js';
 import { NGINX, ON_CI } from './support.js';
 
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
+const MiB = 1024 * 1024;
 
 describe('deploy/: what containers run is what the cluster runs', () => {
   it('deploy/nginx/atrium.conf is the rendered configuration (npm run cluster renders the same)', () => {
@@ -112,6 +116,43 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(read('deploy/nginx/atrium.conf')).toContain('error_page 502 = /_atrium/error/rest/502;');
   });
 
+  it("sets nginx's body limit above the instances' BODY_LIMIT_BYTES, in both servers, from the same value", () => {
+    // compose.yaml's instances run with the BODY_LIMIT_BYTES it sets, or the default; atrium.conf
+    // (COMPOSE_SITE) is rendered for that value.
+    const composeValue = /^\s*BODY_LIMIT_BYTES:\s*"?(\d+)"?\s*$/m.exec(read('deploy/compose.yaml'))?.[1];
+    const composeLimit = parseConfig(
+      composeValue === undefined ? {} : { BODY_LIMIT_BYTES: composeValue },
+    ).bodyLimitBytes;
+    expect(COMPOSE_SITE.bodyLimitBytes).toBe(composeLimit);
+    const limits = (conf: string) =>
+      conf
+        .split(/\n(?=server \{)/)
+        .slice(1)
+        .map((block) => [...block.matchAll(/^ {4}client_max_body_size (\d+);$/gm)].map((m) => Number(m[1])));
+    const deployed = read('deploy/nginx/atrium.conf');
+    // One limit per server (HTTP, gRPC), none in a location that could undercut it.
+    expect(limits(deployed)).toEqual([[nginxBodyLimit(composeLimit)], [nginxBodyLimit(composeLimit)]]);
+    expect(deployed.match(/client_max_body_size/g)).toHaveLength(2);
+    // Above Atrium's limit by more than gRPC's 5 bytes of framing: the instance is the one to refuse.
+    expect(nginxBodyLimit(composeLimit)).toBeGreaterThan(composeLimit + 5);
+    expect(nginxBodyLimit(composeLimit)).toBe(composeLimit + MiB);
+    // The comment says why the number is what it is, quoting the value it was rendered for.
+    expect(deployed).toContain(`BODY_LIMIT_BYTES (${composeLimit})`);
+    // Another value moves both servers' limits with it.
+    expect(limits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
+      [4 * MiB],
+      [4 * MiB],
+    ]);
+  });
+
+  it('atrium cluster reads BODY_LIMIT_BYTES as its instances do, and refuses a bad one naming it', () => {
+    expect(bodyLimitBytesFrom({})).toBe(parseConfig({}).bodyLimitBytes);
+    // The environment wins over a .env file, as in the instances.
+    expect(instanceBodyLimit({ BODY_LIMIT_BYTES: '3145728' })).toBe(3 * MiB);
+    expect(() => instanceBodyLimit({ BODY_LIMIT_BYTES: '2mb' })).toThrow(ConfigError);
+    expect(() => instanceBodyLimit({ BODY_LIMIT_BYTES: '0' })).toThrow(/^BODY_LIMIT_BYTES: /);
+  });
+
   it.skipIf(!NGINX && !ON_CI)('nginx itself accepts the configuration `atrium cluster` writes', () => {
     const dir = mkdtempSync(join(tmpdir(), 'atrium-nginx-t-'));
     try {
@@ -127,6 +168,7 @@ describe('deploy/: what containers run is what the cluster runs', () => {
             api: specs.filter((s) => s.role === 'api').map((s) => at(s.port)),
             auth: specs.filter((s) => s.role === 'auth').map((s) => at(s.port)),
             grpc: specs.filter((s) => s.role === 'grpc').map((s) => at(s.grpcPort)),
+            bodyLimitBytes: 3 * MiB,
           },
           dir,
         ),

@@ -1,9 +1,17 @@
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
+import { nginxBodyLimit } from '../../../src/cluster/nginx-config.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
-import { userServiceClient } from '../grpc/support.js';
-import { missingPrerequisite, startTestCluster, type TestCluster } from './support.js';
+import { unary, userServiceClient } from '../grpc/support.js';
+import {
+  expectNginxJson,
+  expectNginxRestError,
+  missingPrerequisite,
+  startTestCluster,
+  type TestCluster,
+} from './support.js';
 
 /**
  * What clients get when nginx answers by itself (an instance down, a body over nginx's limit): the
@@ -12,8 +20,11 @@ import { missingPrerequisite, startTestCluster, type TestCluster } from './suppo
  */
 const skip = await missingPrerequisite();
 
-/** Over nginx's client_max_body_size (2m), so nginx refuses it before any instance sees it. */
-const TOO_BIG = 3 * 1024 * 1024;
+/** BODY_LIMIT_BYTES as the cluster's instances run with it (the default here). */
+const LIMIT = instanceBodyLimit(process.env);
+const MiB = 1024 * 1024;
+/** Over nginx's client_max_body_size (its backstop above LIMIT), so nginx refuses it itself. */
+const TOO_BIG = nginxBodyLimit(LIMIT) + MiB;
 
 describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, () => {
   let env: TestCluster;
@@ -29,11 +40,6 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
 
   const url = (path: string) => `${env.cluster.httpUrl}${path}`;
 
-  const expectJson = (res: Response) => {
-    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    expect(res.headers.get('server')).toBe('nginx');
-  };
-
   it('a body over the limit: 413 in the REST shape (the user API in its upper case) and GraphQL shape', async () => {
     const body = Buffer.alloc(TOO_BIG, 'a');
     const post = (path: string) =>
@@ -43,30 +49,90 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
         body,
       });
 
-    const orders = await post('/api/v2/orders');
-    expect(orders.status).toBe(413);
-    expectJson(orders);
-    expect(orders.headers.get('x-request-id')).toBe('big-body-1');
-    expect(await orders.json()).toEqual({
+    await expectNginxRestError(await post('/api/v2/orders'), 413, {
       error: 'payload_too_large',
       message: 'The request body is larger than the limit.',
       request_id: 'big-body-1',
-      details: [],
     });
 
     const users = await post('/v1/users');
     expect(users.status).toBe(413);
-    expectJson(users);
+    expectNginxJson(users);
     expect(((await users.json()) as { error: string }).error).toBe('PAYLOAD_TOO_LARGE');
 
     const graphql = await post('/graphql');
     expect(graphql.status).toBe(413);
-    expectJson(graphql);
+    expectNginxJson(graphql);
     expect(await graphql.json()).toEqual({
       errors: [
         { message: 'The request body is larger than the limit.', extensions: { code: 'PAYLOAD_TOO_LARGE' } },
       ],
     });
+  });
+
+  it('a body up to BODY_LIMIT_BYTES, and one just over it, is the instance’s to answer, not nginx’s', async () => {
+    const post = (bytes: number, id: string) =>
+      fetch(url('/graphql'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': id },
+        body: Buffer.alloc(bytes, 'a'),
+      });
+    // The instances' security headers tell their answers from nginx's own pages, which lack them.
+    const fromInstance = (res: Response) => res.headers.get('x-frame-options') === 'DENY';
+
+    const at = await post(LIMIT, 'http-at-limit');
+    expect(at.status).not.toBe(413);
+    expect(fromInstance(at)).toBe(true);
+    expect(at.headers.get('x-request-id')).toBe('http-at-limit');
+
+    const over = await post(LIMIT + 1, 'http-over-limit');
+    expect(over.status).toBe(413);
+    expect(fromInstance(over)).toBe(true);
+    expect(over.headers.get('x-request-id')).toBe('http-over-limit');
+    // Fastify's limit answers before GraphQL runs: the REST error body, from the instance.
+    expect(await over.json()).toMatchObject({ error: 'payload_too_large', request_id: 'http-over-limit' });
+
+    const far = await post(TOO_BIG, 'http-far-over');
+    expect(far.status).toBe(413);
+    expect(fromInstance(far)).toBe(false);
+    expectNginxJson(far);
+  });
+
+  it('gRPC: a message at BODY_LIMIT_BYTES reaches the instance, which refuses one over it, even far over', async () => {
+    const client = userServiceClient(env.cluster.grpcAddress);
+    try {
+      // GetUserRequest { user_id = 1 }: a tag byte and a 3-byte length (ids of 16 KiB to 2 MiB)
+      // before the id, so the message is `bytes` long; gRPC frames it in 5 bytes more.
+      const getUser = (bytes: number, id: string) =>
+        unary(
+          client,
+          'GetUser',
+          { user_id: 'u'.repeat(bytes - 4) },
+          { 'x-request-id': id },
+          { deadline: Date.now() + 60_000 },
+        );
+
+      // At the limit: the instance reads it, and answers (no credentials) in its own words.
+      const at = await getUser(LIMIT, 'grpc-at-limit');
+      expect(at.error?.code, at.error?.details).toBe(grpc.status.UNAUTHENTICATED);
+      expect(at.error?.metadata.get('x-request-id')).toEqual(['grpc-at-limit']);
+
+      // One byte over: the instance's RESOURCE_EXHAUSTED (grpc-js names both sizes), not nginx's.
+      const over = await getUser(LIMIT + 1, 'grpc-over-limit');
+      expect(over.error?.code, over.error?.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(over.error?.details).toBe(`Received message larger than max (${LIMIT + 1} vs ${LIMIT})`);
+
+      // Far over nginx's backstop too: still the instance's answer, a gRPC status and never an HTML
+      // page. grpc-js refuses on reading the message's length prefix, long before nginx has counted
+      // the body (passed on as it comes, under HTTP/2 flow control) past its limit.
+      const far = await getUser(TOO_BIG, 'grpc-far-over');
+      expect(far.error?.code, far.error?.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(far.error?.details).toMatch(
+        new RegExp(`^Received message larger than max \\(\\d+ vs ${LIMIT}\\)$`),
+      );
+    } finally {
+      client.close();
+    }
   });
 
   it('a request nginx cannot parse: 400 in the REST shape, as Atrium answers one', async () => {
@@ -138,14 +204,11 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
     await env.cluster.process('auth-1').child.stop('SIGTERM');
 
     const rest = await fetch(url('/v1/users/usr_1'), { headers: { 'x-request-id': 'down-1' } });
-    expect(rest.status).toBe(502);
-    expectJson(rest);
     expect(rest.headers.get('retry-after')).toBe('2');
-    expect(await rest.json()).toEqual({
+    await expectNginxRestError(rest, 502, {
       error: 'service_unavailable',
       message: 'The service is unavailable right now; retry shortly.',
       request_id: 'down-1',
-      details: [],
     });
 
     const graphql = await fetch(url('/graphql'), {
@@ -154,7 +217,7 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
       body: JSON.stringify({ query: '{ __typename }' }),
     });
     expect(graphql.status).toBe(502);
-    expectJson(graphql);
+    expectNginxJson(graphql);
     expect(await graphql.json()).toEqual({
       errors: [
         {
@@ -170,7 +233,7 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
       body: 'grant_type=client_credentials',
     });
     expect(token.status).toBe(502);
-    expectJson(token);
+    expectNginxJson(token);
     expect(await token.json()).toEqual({
       error: 'temporarily_unavailable',
       error_description: 'The authorization server is temporarily unavailable.',

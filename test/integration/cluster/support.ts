@@ -1,16 +1,20 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, Socket } from 'node:net';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import pg from 'pg';
+import { expect } from 'vitest';
 import { Cluster, type ClusterOptions } from '../../../src/cluster/cluster.js';
 import type { LayoutCounts } from '../../../src/cluster/layout.js';
 import { closeServices, createServices, type Services } from '../../../src/compose.js';
 import { parseConfig } from '../../../src/config/schema.js';
 import { portsNeeded } from '../../../src/cluster/layout.js';
+import { root } from '../../helpers/cli.js';
 import { freshDatabase } from '../../helpers/database.js';
 import { ensureBuilt } from '../../helpers/build.js';
+import { TEST_REDIS_URL } from '../../helpers/redis.js';
 
 export const ON_CI = process.env.CI === 'true';
 export const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
@@ -88,6 +92,21 @@ function bindable(port: number): Promise<boolean> {
     s.once('error', () => resolve(false));
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+/** A base port with `n` free ports from it on (the CLI takes a base port, not a list). */
+export async function freeRun(n: number): Promise<number> {
+  for (;;) {
+    const [base] = await freePorts(1);
+    let ok = true;
+    for (let i = 1; i < n && ok; i++) ok = await bindable(base! + i);
+    if (ok) return base!;
+  }
+}
+
+/** Resolves once `condition` holds, checking every 50 ms (the test's own timeout bounds it). */
+export async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** A redis-server of the test's own on a free port: it can be stopped without touching anyone else's. */
@@ -288,4 +307,92 @@ export function initdbMissing(): string | undefined {
   const reason = 'initdb is not installed (apt-get install -y postgresql)';
   console.error(`cluster tests skipped: ${reason}`);
   return reason;
+}
+
+/** A running `atrium cluster` command and what it has written so far. */
+export interface ClusterCommand {
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  out: { stdout: string; stderr: string };
+  exited: Promise<number | null>;
+  /** CLUSTER_HTTP_PORT (nginx) and CLUSTER_BASE_PORT (the first process). */
+  httpPort: number;
+  basePort: number;
+  /** Resolves once it has printed its line of addresses (it is ready), or has exited. */
+  printed(): Promise<void>;
+}
+
+/**
+ * `atrium cluster` with `layout` as a user starts it: the built CLI, or `npm run cluster` (which
+ * execs it), set up by CLUSTER_* variables for free ports, the test Redis, this machine's nginx and
+ * a fresh PostgreSQL database, dropped once `use` is done whatever happened. `args` follow the
+ * layout's flags; a flag wins over its variable. The processes' HTTP ports are checked free; gRPC
+ * ports (base + 100) are not, so the layouts here run no grpc process.
+ */
+export async function withClusterCommand(
+  options: { layout: LayoutCounts; args?: string[]; via?: 'node' | 'npm' },
+  use: (run: ClusterCommand) => Promise<void>,
+): Promise<void> {
+  const { layout } = options;
+  const [httpPort] = await freePorts(1);
+  const basePort = await freeRun(layout.api + layout.auth + layout.grpc + layout.worker);
+  const database = await freshDatabase({ adminUrl: ADMIN_URL });
+  try {
+    const flags = [
+      ...(['api', 'auth', 'grpc', 'worker'] as const).flatMap((role) => [`--${role}`, String(layout[role])]),
+      ...(options.args ?? []),
+    ];
+    const [command, args] =
+      options.via === 'npm'
+        ? ['npm', ['run', '-s', 'cluster', '--', ...flags]]
+        : [process.execPath, [join(root, 'bin/atrium.js'), 'cluster', ...flags]];
+    const child = spawn(command, args, {
+      cwd: root,
+      env: {
+        ...process.env,
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'warn',
+        CLUSTER_HTTP_PORT: String(httpPort),
+        CLUSTER_BASE_PORT: String(basePort),
+        CLUSTER_DATABASE_URL: database.url,
+        CLUSTER_REDIS_URL: TEST_REDIS_URL,
+        ...(NGINX ? { CLUSTER_NGINX: NGINX } : {}),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = { stdout: '', stderr: '' };
+    child.stdout.on('data', (d) => (out.stdout += d));
+    child.stderr.on('data', (d) => (out.stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await use({
+      child,
+      out,
+      exited,
+      httpPort: httpPort!,
+      basePort,
+      printed: () => until(() => out.stdout.includes('\n') || child.exitCode !== null),
+    });
+  } finally {
+    await database.drop();
+  }
+}
+
+/** An answer nginx gave itself as JSON (its error pages keep nginx's Server header). */
+export function expectNginxJson(res: Response): void {
+  expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(res.headers.get('server')).toBe('nginx');
+}
+
+/**
+ * An error nginx answered itself in the REST shape: the status, JSON, and the request id in the
+ * X-Request-Id header and in the body, `{ error, message, request_id, details: [] }`.
+ */
+export async function expectNginxRestError(
+  res: Response,
+  status: number,
+  body: { error: string; message: string; request_id: string },
+): Promise<void> {
+  expect(res.status).toBe(status);
+  expectNginxJson(res);
+  expect(res.headers.get('x-request-id')).toBe(body.request_id);
+  expect(await res.json()).toEqual({ ...body, details: [] });
 }
