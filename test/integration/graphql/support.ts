@@ -39,6 +39,14 @@ export async function startGraphQLServer(env: Record<string, string> = {}): Prom
   };
 }
 
+/** A GraphQL server (startGraphQLServer) for the enclosing describe block (see forSuite). */
+export function graphQLServerForSuite(env: Record<string, string> = {}): GraphQLServer {
+  return forSuite(
+    () => startGraphQLServer(env),
+    (server) => server.stop(),
+  );
+}
+
 export const codes = (body: GraphQLBody) => (body.errors ?? []).map((e) => e.extensions?.code);
 
 export interface ListeningAtrium {
