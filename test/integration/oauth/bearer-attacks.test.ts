@@ -11,7 +11,7 @@ import {
   type Signer,
   withAlteredSignature,
 } from './forge.js';
-import { codeFlowSuite, codeFlowTokens, userWithPassword } from './support.js';
+import { accessClaims, codeFlowSuite, codeFlowTokens, userWithPassword } from './support.js';
 
 describe('bearer tokens: every forged, altered or misused token is refused with 401, never a 500', () => {
   const { server, flow } = codeFlowSuite();
@@ -35,18 +35,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
 
   const now = () => Math.floor(Date.now() / 1000);
   const header = (extra: Record<string, unknown> = {}) => ({ alg: 'RS256', typ: 'at+jwt', kid, ...extra });
-  const claims = (extra: Record<string, unknown> = {}) => ({
-    iss: server.url,
-    aud: server.url,
-    sub: flow.user.id,
-    client_id: flow.app.client_id,
-    scope: 'profile:read',
-    type: 'access',
-    iat: now(),
-    exp: now() + 900,
-    jti: `jti-${Math.random()}`,
-    ...extra,
-  });
+  const claims = (extra: Record<string, unknown> = {}) => accessClaims(server, flow, extra);
   const call = (authorization: string) =>
     server.atrium.http!.inject({ method: 'GET', url: '/api/user/profile', headers: { authorization } });
 

@@ -1,25 +1,14 @@
 import { jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { forge, hmacSigner, rsaSigner, strangerKey, unsigned } from './forge.js';
-import { basic, codeFlowSuite, codeFlowTokens, form, HS256_ENV } from './support.js';
+import { accessClaims, basic, codeFlowSuite, codeFlowTokens, form, HS256_ENV } from './support.js';
 
 describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
   const { server, flow } = codeFlowSuite(HS256_ENV);
   const secret = new TextEncoder().encode(HS256_ENV.JWT_SECRET);
 
   const now = () => Math.floor(Date.now() / 1000);
-  const claims = (extra: Record<string, unknown> = {}) => ({
-    iss: server.url,
-    aud: server.url,
-    sub: flow.user.id,
-    client_id: flow.app.client_id,
-    scope: 'profile:read',
-    type: 'access',
-    iat: now(),
-    exp: now() + 900,
-    jti: 'j1',
-    ...extra,
-  });
+  const claims = (extra: Record<string, unknown> = {}) => accessClaims(server, flow, { jti: 'j1', ...extra });
   const profile = (token: string) =>
     server.atrium.http!.inject({
       method: 'GET',
