@@ -2,6 +2,7 @@ import pg from 'pg';
 import { createAtrium, type Atrium, type ServerRole } from '../../src/compose.js';
 import { parseConfig } from '../../src/config/schema.js';
 import { freshDatabase, type TestDatabase } from './database.js';
+import { forSuite } from './suite.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 /** The PostgreSQL server the outage tests reach through a proxy, whatever dialect the run uses. */
@@ -79,4 +80,40 @@ export async function startAtriumBehindProxy(
       await database.drop();
     },
   };
+}
+
+export interface ListeningBehindProxy extends AtriumBehindProxy {
+  /** Base URL of the HTTP server, such as http://127.0.0.1:1234 (no path). */
+  httpUrl: string;
+  /** host:port of the gRPC server, when the grpc role is on. */
+  grpcAddress: string | undefined;
+}
+
+/** startAtriumBehindProxy, listening on its ports (stopped again if it cannot listen). */
+export async function startListeningBehindProxy(
+  env: Record<string, string> = {},
+  roles: readonly ServerRole[] = ['api', 'auth'],
+): Promise<ListeningBehindProxy> {
+  const behind = await startAtriumBehindProxy(env, roles);
+  try {
+    const { httpUrl, grpcAddress } = await behind.atrium.listen();
+    return { ...behind, httpUrl: httpUrl!, grpcAddress };
+  } catch (err) {
+    await behind.stop();
+    throw err;
+  }
+}
+
+/**
+ * A listening Atrium behind the database proxy (startListeningBehindProxy) for the enclosing
+ * describe block (see forSuite): started before its tests, stopped after them.
+ */
+export function behindProxyForSuite(
+  env: Record<string, string> = {},
+  roles: readonly ServerRole[] = ['api', 'auth'],
+): ListeningBehindProxy {
+  return forSuite(
+    () => startListeningBehindProxy(env, roles),
+    (behind) => behind.stop(),
+  );
 }

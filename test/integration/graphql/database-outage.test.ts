@@ -1,9 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  postgresMissing,
-  startAtriumBehindProxy,
-  type AtriumBehindProxy,
-} from '../../helpers/database-outage.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { behindProxyForSuite, postgresMissing } from '../../helpers/database-outage.js';
 import { codesOf, runOver, TRANSPORTS, type Credentials } from './transports.js';
 
 const skip = await postgresMissing();
@@ -14,13 +10,10 @@ const skip = await postgresMissing();
  * that is SERVICE_UNAVAILABLE, not UNAUTHENTICATED (the client must retry, not re-authenticate).
  */
 describe.skipIf(skip !== undefined)('GraphQL when the database cannot be reached', () => {
-  let env: AtriumBehindProxy;
-  let base: string;
+  const env = behindProxyForSuite({}, ['api', 'auth']);
   const credentials: Record<string, Credentials> = {};
 
   beforeAll(async () => {
-    env = await startAtriumBehindProxy({}, ['api', 'auth']);
-    base = (await env.atrium.listen()).httpUrl!;
     const { services } = env.atrium;
     const user = await services.core.users.create({
       handle: 'outagegraphql',
@@ -38,20 +31,17 @@ describe.skipIf(skip !== undefined)('GraphQL when the database cannot be reached
     credentials.Bearer = { authorization: `Bearer ${token}` };
     // Both work before the outage.
     for (const c of Object.values(credentials)) {
-      expect((await runOver('POST', base, { query: '{ me { id } }' }, c)).data).toEqual({
+      expect((await runOver('POST', env.httpUrl, { query: '{ me { id } }' }, c)).data).toEqual({
         me: { id: user.id },
       });
     }
     await env.cutDatabase();
   });
-  afterAll(async () => {
-    await env?.stop();
-  });
 
   const cases = TRANSPORTS.flatMap((t) => ['API key', 'Bearer'].map((c) => [t, c] as const));
 
   it.each(cases)('%s with an %s: SERVICE_UNAVAILABLE, no storage text', async (transport, kind) => {
-    const answer = await runOver(transport, base, { query: '{ me { id } }' }, credentials[kind]);
+    const answer = await runOver(transport, env.httpUrl, { query: '{ me { id } }' }, credentials[kind]);
     expect(JSON.stringify(answer)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres|terminat/i);
     if (transport === 'WS') {
       // 1013 Try Again Later, which graphql-ws clients retry; 4403 would say the credentials are bad.
@@ -67,12 +57,12 @@ describe.skipIf(skip !== undefined)('GraphQL when the database cannot be reached
     const headers = { ...credentials['API key'], accept: 'application/json' };
     const res =
       transport === 'POST'
-        ? await fetch(`${base}/graphql`, {
+        ? await fetch(`${env.httpUrl}/graphql`, {
             method: 'POST',
             headers: { ...headers, 'content-type': 'application/json' },
             body: JSON.stringify({ query: '{ me { id } }' }),
           })
-        : await fetch(`${base}/graphql${transport === 'SSE' ? '/stream' : ''}?query=${query}`, {
+        : await fetch(`${env.httpUrl}/graphql${transport === 'SSE' ? '/stream' : ''}?query=${query}`, {
             headers: transport === 'SSE' ? { ...headers, accept: 'text/event-stream' } : headers,
           });
     expect(res.status).toBe(503);

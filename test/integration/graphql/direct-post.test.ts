@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { memoryLog } from '../../helpers/memory-log.js';
+import { authorWithPost, listeningAtrium } from './support.js';
 
 /**
  * The common JSON POST is answered without Yoga's Fetch layer (src/graphql/transports/direct-post.ts).
@@ -24,28 +24,19 @@ interface Answer {
 }
 
 describe('direct JSON POST answers exactly as Yoga does', () => {
-  let atrium: TestAtrium;
-  let url: string;
+  const log = memoryLog('debug');
+  const server = listeningAtrium({ LOG_LEVEL: 'debug' }, { logger: log.logger });
   let key: string;
   let postId: string;
   let otherUserId: string;
-  const log = memoryLog('debug');
 
   beforeAll(async () => {
-    atrium = await startTestAtrium({ LOG_LEVEL: 'debug' }, undefined, { logger: log.logger });
-    url = `${(await atrium.listen()).httpUrl!}/graphql`;
-    const caller = await atrium.caller({ handle: 'directauthor' });
-    key = caller.key;
-    otherUserId = (await atrium.caller({ handle: 'directother' })).userId;
-    const actor = { id: caller.userId, kind: 'user' as const, role: 'member' as const };
-    postId = (
-      await atrium.services.core.posts.create(actor, { title: 'Direct', body: 'b', authorId: caller.userId })
-    ).id;
+    ({ key, postId } = await authorWithPost(server.atrium, 'directauthor', 'Direct'));
+    otherUserId = (await server.atrium.caller({ handle: 'directother' })).userId;
   });
-  afterAll(async () => atrium?.stop());
 
   async function post(accept: string, body: unknown, apiKey = key): Promise<Answer> {
-    const res = await fetch(url, {
+    const res = await fetch(`${server.base}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept, 'x-api-key': apiKey },
       body: JSON.stringify(body),
@@ -112,7 +103,7 @@ describe('direct JSON POST answers exactly as Yoga does', () => {
   });
 
   it('the budget refusal is the same 429 with Retry-After on both paths', async () => {
-    const spender = await atrium.caller({ handle: 'directspender' });
+    const spender = await server.atrium.caller({ handle: 'directspender' });
     // 4 × 232 = 928 points a request: the budget of 10,000 points is spent after 10.
     const list = 'posts(first: 1) { edges { node { comments(first: 1) { edges { node { id } } } } } }';
     const query = `query DirectSpend { ${[0, 1, 2, 3].map((i) => `a${i}: ${list}`).join(' ')} }`;

@@ -1,12 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { codesOf, runOver, TRANSPORTS } from './transports.js';
-import { listeningAtrium } from './support.js';
+import { listeningAtrium, productionAtrium } from './support.js';
 
 /**
  * Federation in production (docs/graphql.md, "Federation in production"): `_service { sdl }` is
@@ -22,40 +18,31 @@ const ENTITIES =
 const persisted = (query: string) => ({ persistedQuery: { version: 1, sha256Hash: sha256Hex(query) } });
 
 describe('federation fields in production', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  let dir: string;
+  const server = productionAtrium([SERVICE, ALIASED_SERVICE, ENTITIES]);
   let key: string;
   let published: string;
   let draft: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'atrium-fed-'));
-    const file = join(dir, 'manifest.json');
-    writeFileSync(
-      file,
-      JSON.stringify(Object.fromEntries([SERVICE, ALIASED_SERVICE, ENTITIES].map((q) => [sha256Hex(q), q]))),
-    );
-    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
-    base = (await atrium.listen()).httpUrl!;
-    const author = await atrium.caller({ handle: 'fedprodauthor' });
-    key = (await atrium.caller({ handle: 'fedprodreader' })).key;
+    const author = await server.atrium.caller({ handle: 'fedprodauthor' });
+    key = (await server.atrium.caller({ handle: 'fedprodreader' })).key;
     const actor = { id: author.userId, kind: 'user' as const, role: 'member' as const };
-    const posts = atrium.services.core.posts;
+    const posts = server.atrium.services.core.posts;
     published = (await posts.create(actor, { title: 'Out', body: 'b', authorId: author.userId })).id;
     draft = (
       await posts.create(actor, { title: 'Hidden', body: 'b', authorId: author.userId, publishAt: null })
     ).id;
   });
-  afterAll(async () => {
-    await atrium?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   describe.each(TRANSPORTS)('%s', (transport) => {
     it('refuses _service { sdl } at validation, even through a known hash and under an alias', async () => {
       for (const query of [SERVICE, ALIASED_SERVICE]) {
-        const a = await runOver(transport, base, { extensions: persisted(query) }, { 'x-api-key': key });
+        const a = await runOver(
+          transport,
+          server.base,
+          { extensions: persisted(query) },
+          { 'x-api-key': key },
+        );
         expect(a.data, query).toBeUndefined();
         expect(a.errors, query).toHaveLength(1);
         expect(a.errors![0]!.message).toBe(
@@ -68,7 +55,7 @@ describe('federation fields in production', () => {
     it('runs _entities through a known hash, with the usual visibility', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         {
           extensions: persisted(ENTITIES),
           variables: {
@@ -87,7 +74,7 @@ describe('federation fields in production', () => {
     it('refuses an _entities document that is not persisted', async () => {
       const a = await runOver(
         transport,
-        base,
+        server.base,
         {
           query: 'query($r: [_Any!]!) { _entities(representations: $r) { ... on Post { body } } }',
           variables: { r: [{ __typename: 'Post', id: published }] },

@@ -1,19 +1,18 @@
 import { createHash } from 'node:crypto';
 import { ApolloGateway, IntrospectAndCompose, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { parse } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
 
 describe('GraphQL federation: Atrium as a subgraph', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let alice: Caller;
   let postId: string;
   let commentId: string;
   let orderId: string;
   beforeAll(async () => {
-    s = await startGraphQLServer();
     alice = await s.atrium.caller({ handle: 'fedalice' });
     const actor = { id: alice.userId, kind: 'user' as const, role: 'member' as const };
     const core = s.atrium.services.core;
@@ -27,7 +26,6 @@ describe('GraphQL federation: Atrium as a subgraph', () => {
     });
     orderId = order.id;
   });
-  afterAll(async () => s?.stop());
 
   it('_service { sdl } carries @key(fields: "id") on User, Post, Comment and Order', async () => {
     const res = await s.gql('{ _service { sdl } }');

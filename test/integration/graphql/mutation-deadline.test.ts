@@ -1,7 +1,8 @@
 import { executionAsyncResource } from 'node:async_hooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestAtrium } from '../../helpers/atrium.js';
 import { StatementGate } from '../../helpers/statement-gate.js';
+import { listeningAtrium } from './support.js';
 import { codesOf, runOver, type TransportName } from './transports.js';
 
 const TIMEOUT_MS = 300;
@@ -22,35 +23,28 @@ const promisesTracked = (): Promise<boolean> =>
  */
 describe('GraphQL mutations have the request deadline on every transport', () => {
   const gate = new StatementGate();
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium({ REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) }, { storePlugins: [gate] });
   let author: Awaited<ReturnType<TestAtrium['caller']>>;
 
-  const stored = async (title: string) =>
-    (await atrium.services.store.db.selectFrom('posts').select('id').where('title', '=', title).execute())
-      .length;
+  const stored = async (title: string) => {
+    const { db } = server.atrium.services.store;
+    return (await db.selectFrom('posts').select('id').where('title', '=', title).execute()).length;
+  };
   const create = (transport: TransportName, title: string) =>
     runOver(
       transport,
-      base,
+      server.base,
       { query: CREATE, variables: { in: { title, body: 'Body', authorId: author.userId } } },
       author.headers,
     );
 
   beforeAll(async () => {
-    atrium = await startTestAtrium({ REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) }, undefined, {
-      storePlugins: [gate],
-    });
-    base = (await atrium.listen()).httpUrl!;
-    author = await atrium.caller({ role: 'member' });
-  });
-  afterAll(async () => {
-    await atrium?.stop();
+    author = await server.atrium.caller({ role: 'member' });
   });
 
   /** POST straight to the direct path (`application/json`) or through Yoga (an Accept only it takes). */
   const post = async (accept: string, title: string) => {
-    const res = await fetch(`${base}/graphql`, {
+    const res = await fetch(`${server.base}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept, ...author.headers },
       body: JSON.stringify({
@@ -68,7 +62,7 @@ describe('GraphQL mutations have the request deadline on every transport', () =>
   // First: an abandoned request's scope never ends (its work may still run), so the storage stays on.
   it('queries run outside the request scope; a mutation is inside it until its answer is out', async () => {
     expect(await promisesTracked()).toBe(false);
-    const read = await runOver('POST', base, { query: '{ me { handle } }' }, author.headers);
+    const read = await runOver('POST', server.base, { query: '{ me { handle } }' }, author.headers);
     expect(read.errors).toBeUndefined();
     expect(await promisesTracked()).toBe(false);
     for (const [path, accept] of POSTS) {

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { DomainSignal } from '../../../src/events/bus.js';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
 
@@ -13,19 +13,17 @@ const COMMENT = `mutation($in: AddCommentInput!) { addComment(input: $in) {
   comment { id body author { handle } post { id } } errors { field message } } }`;
 
 describe('GraphQL mutations: payload errors for validation, GraphQL errors for access', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let admin: Caller;
   let alice: Caller;
   let bob: Caller;
   let viewer: Caller;
   beforeAll(async () => {
-    s = await startGraphQLServer();
     admin = await s.atrium.caller({ role: 'admin', handle: 'mutadmin' });
     alice = await s.atrium.caller({ handle: 'mutalice' });
     bob = await s.atrium.caller({ handle: 'mutbob' });
     viewer = await s.atrium.caller({ role: 'viewer', handle: 'mutviewer' });
   });
-  afterAll(async () => s?.stop());
 
   const create = (input: Record<string, unknown>, who: Caller | null = alice) =>
     s.gql(CREATE, { in: input }, who?.headers ?? {});

@@ -1,22 +1,16 @@
 import { serverAudits } from 'graphql-http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { describe, expect, it } from 'vitest';
+import { listeningAtrium } from './support.js';
 
 /**
  * The GraphQL-over-HTTP conformance audits of the `graphql-http` package, against the real server
  * over a socket: every audit, MUST and SHOULD alike, has to pass.
  */
-let atrium: TestAtrium;
-let url: string;
-
-beforeAll(async () => {
-  atrium = await startTestAtrium();
-  url = `${(await atrium.listen()).httpUrl!}/graphql`;
-});
-afterAll(async () => atrium?.stop());
+const server = listeningAtrium();
+const url = () => `${server.base}/graphql`;
 
 describe('graphql-http server audits', () => {
-  for (const audit of serverAudits({ url: () => url, fetchFn: fetch })) {
+  for (const audit of serverAudits({ url, fetchFn: fetch })) {
     it(audit.name, async () => {
       const result = await audit.fn();
       expect(result.status === 'ok' ? 'ok' : `${result.status}: ${result.reason}`).toBe('ok');
@@ -26,7 +20,7 @@ describe('graphql-http server audits', () => {
 
 describe('bad bodies on POST /graphql', () => {
   it('answers malformed JSON with 400 and a GraphQL error, nothing executed', async () => {
-    const res = await fetch(url, {
+    const res = await fetch(url(), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
       body: '{"query": "{ __typename }"',
@@ -38,7 +32,7 @@ describe('bad bodies on POST /graphql', () => {
   });
 
   it('answers a body over 1 MiB with 413', async () => {
-    const res = await fetch(url, {
+    const res = await fetch(url(), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: `{ __typename }${' '.repeat(1_100_000)}` }),

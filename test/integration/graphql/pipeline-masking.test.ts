@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { memoryLog } from '../../helpers/memory-log.js';
+import { listeningAtrium, productionAtrium } from './support.js';
 import { runOver, TRANSPORTS, type Answer } from './transports.js';
 
 /**
@@ -31,35 +29,19 @@ async function withoutPostsTable<T>(atrium: TestAtrium, check: () => Promise<T>)
 }
 
 describe('an unexpected resolver failure in production is masked on every transport', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  let dir: string;
   const log = memoryLog('info');
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'atrium-mask-'));
-    const file = join(dir, 'manifest.json');
-    writeFileSync(file, JSON.stringify({ [sha256Hex(QUERY)]: QUERY }));
-    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file }, undefined, {
-      logger: log.logger,
-    });
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => {
-    await atrium?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const server = productionAtrium([QUERY], { logger: log.logger });
 
   it('runs the query while storage works', async () => {
-    const a = await runOver('POST', base, { extensions: persisted });
+    const a = await runOver('POST', server.base, { extensions: persisted });
     expect(a.errors).toBeUndefined();
     expect(a.data).toEqual({ posts: { totalCount: 0, edges: [] } });
   });
 
   it.each(TRANSPORTS)('%s: INTERNAL_SERVER_ERROR, "Unexpected error.", nothing else', async (transport) => {
     const before = log.lines.length;
-    const a: Answer = await withoutPostsTable(atrium, () =>
-      runOver(transport, base, { extensions: persisted }),
+    const a: Answer = await withoutPostsTable(server.atrium, () =>
+      runOver(transport, server.base, { extensions: persisted }),
     );
     expect(a.status).toBe(transport === 'WS' ? 101 : 200);
     // posts is non-null, so the error nulls the whole data.
@@ -124,16 +106,10 @@ describe('a request error Yoga explains itself shows no cause outside developmen
 });
 
 describe('an unexpected resolver failure in development shows its cause', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium({ NODE_ENV: 'development', LOG_LEVEL: 'fatal' });
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium({ NODE_ENV: 'development', LOG_LEVEL: 'fatal' });
 
   it.each(TRANSPORTS)('%s: INTERNAL_SERVER_ERROR with the original message and stack', async (transport) => {
-    const a = await withoutPostsTable(atrium, () => runOver(transport, base, { query: QUERY }));
+    const a = await withoutPostsTable(server.atrium, () => runOver(transport, server.base, { query: QUERY }));
     expect(a.data).toBeNull();
     const error = a.errors![0]!;
     expect(error.message).toBe('Unexpected error.');
@@ -145,16 +121,10 @@ describe('an unexpected resolver failure in development shows its cause', () => 
 });
 
 describe('an unexpected resolver failure in test mode is masked like production', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  beforeAll(async () => {
-    atrium = await startTestAtrium({ LOG_LEVEL: 'fatal' });
-    base = (await atrium.listen()).httpUrl!;
-  });
-  afterAll(async () => atrium?.stop());
+  const server = listeningAtrium({ LOG_LEVEL: 'fatal' });
 
   it('POST: no original message outside development', async () => {
-    const a = await withoutPostsTable(atrium, () => runOver('POST', base, { query: QUERY }));
+    const a = await withoutPostsTable(server.atrium, () => runOver('POST', server.base, { query: QUERY }));
     expect(a.errors).toEqual([
       expect.objectContaining({
         message: 'Unexpected error.',

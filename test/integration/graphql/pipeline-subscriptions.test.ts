@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createAtrium, type Atrium } from '../../../src/compose.js';
 import { parseConfig } from '../../../src/config/schema.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { startTestAtrium } from '../../helpers/atrium.js';
 import { freshDatabase, type TestDatabase } from '../../helpers/database.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { listeningAtrium } from './support.js';
 import { wsClient } from './transports.js';
 
 const SUBSCRIPTION =
@@ -80,8 +81,7 @@ function subscribe(transport: 'WS' | 'SSE', base: string, postId: string, key?: 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
-  let atrium: TestAtrium;
-  let base: string;
+  const server = listeningAtrium();
   let author: { userId: string; key: string };
   let reader: { userId: string; key: string };
   let published: string;
@@ -89,25 +89,22 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
   let draft: string;
   const actor = () => ({ id: author.userId, kind: 'user' as const, role: 'member' as const });
   const comment = (postId: string, body: string) =>
-    atrium.services.core.comments.add(actor(), { body, authorId: author.userId, postId });
+    server.atrium.services.core.comments.add(actor(), { body, authorId: author.userId, postId });
 
   beforeAll(async () => {
-    atrium = await startTestAtrium();
-    base = (await atrium.listen()).httpUrl!;
-    author = await atrium.caller({ handle: 'subauthor' });
-    reader = await atrium.caller({ handle: 'subreader' });
-    const posts = atrium.services.core.posts;
+    author = await server.atrium.caller({ handle: 'subauthor' });
+    reader = await server.atrium.caller({ handle: 'subreader' });
+    const posts = server.atrium.services.core.posts;
     published = (await posts.create(actor(), { title: 'Live', body: 'b', authorId: author.userId })).id;
     other = (await posts.create(actor(), { title: 'Other', body: 'b', authorId: author.userId })).id;
     draft = (
       await posts.create(actor(), { title: 'Draft', body: 'b', authorId: author.userId, publishAt: null })
     ).id;
   });
-  afterAll(async () => atrium?.stop());
 
   describe.each(['WS', 'SSE'] as const)('%s', (transport) => {
     it('delivers comments added to the watched post, and only those', async () => {
-      const sub = subscribe(transport, base, published, reader.key);
+      const sub = subscribe(transport, server.base, published, reader.key);
       await settle(300);
       await comment(other, 'elsewhere');
       const added = await comment(published, `hello over ${transport}`);
@@ -125,15 +122,15 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
 
     it('ends the stream with UNAUTHENTICATED once its key is revoked or its user deleted', async () => {
       for (const end of ['revoke key', 'delete user'] as const) {
-        const watcher = await atrium.caller();
-        const sub = subscribe(transport, base, published, watcher.key);
+        const watcher = await server.atrium.caller();
+        const sub = subscribe(transport, server.base, published, watcher.key);
         await settle(300);
         await comment(published, 'before');
         await sub.next();
         // Straight in the store's terms, as another process (the CLI) would: no signal to this one.
-        if (end === 'revoke key') await atrium.services.apiKeys.revoke(watcher.keyId);
+        if (end === 'revoke key') await server.atrium.services.apiKeys.revoke(watcher.keyId);
         else
-          await atrium.services.store.db
+          await server.atrium.services.store.db
             .updateTable('users')
             .set({ deleted_at: new Date().toISOString() })
             .where('id', '=', watcher.userId)
@@ -152,9 +149,9 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
     });
 
     it('gives a caller who cannot see a draft nothing, and its author everything', async () => {
-      const outsider = subscribe(transport, base, draft, reader.key);
-      const anonymous = subscribe(transport, base, draft);
-      const owner = subscribe(transport, base, draft, author.key);
+      const outsider = subscribe(transport, server.base, draft, reader.key);
+      const anonymous = subscribe(transport, server.base, draft);
+      const owner = subscribe(transport, server.base, draft, author.key);
       await settle(300);
       const added = await comment(draft, 'secret');
       expect((await owner.next()).id).toBe(added.id);
@@ -166,7 +163,7 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
   });
 
   it('closes a WebSocket that sends no connection_init within 10 s with 4408', async () => {
-    const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
+    const socket = new WebSocket(`${server.base.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
     const started = Date.now();
     const code = await new Promise<number>((resolve) => socket.on('close', (c) => resolve(c)));
     expect(code).toBe(4408);

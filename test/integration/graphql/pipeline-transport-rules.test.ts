@@ -1,15 +1,12 @@
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createClient as createSseClient } from 'graphql-sse';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import type { TestAtrium } from '../../helpers/atrium.js';
 import { withAlteredSignature } from '../oauth/forge.js';
 import { type Answer, codesOf, runOver, TRANSPORTS, type TransportName, wsClient } from './transports.js';
-import { authorWithPost, listeningAtrium } from './support.js';
+import { authorWithPost, listeningAtrium, productionAtrium } from './support.js';
 
 /**
  * The rules and bad inputs of issue 7 that pipeline-rules.test.ts and pipeline-persisted.test.ts do
@@ -375,50 +372,44 @@ const TOO_DEEP =
 const TOO_COSTLY = `query TooCostly { ${Array.from({ length: 5 }, (_, i) => `a${i}: ${DEEP_LIST}`).join(' ')} }`;
 
 describe('production: known hashes pass the same limits, and subscriptions are persisted only', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  let dir: string;
+  const server = productionAtrium([SUBSCRIPTION, TOO_DEEP, TOO_COSTLY, COSTS_928]);
   let caller: Awaited<ReturnType<TestAtrium['caller']>>;
   let postId: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'atrium-sub-'));
-    const file = join(dir, 'manifest.json');
-    writeFileSync(
-      file,
-      JSON.stringify(
-        Object.fromEntries([SUBSCRIPTION, TOO_DEEP, TOO_COSTLY, COSTS_928].map((q) => [sha256Hex(q), q])),
-      ),
-    );
-    atrium = await startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
-    base = (await atrium.listen()).httpUrl!;
-    ({ postId, ...caller } = await authorWithPost(atrium, 'prodwatcher', 'Prod'));
-  });
-  afterAll(async () => {
-    await atrium?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    ({ postId, ...caller } = await authorWithPost(server.atrium, 'prodwatcher', 'Prod'));
   });
 
   it.each(TRANSPORTS)(
     '%s: refuses a known hash that is too deep or too costly, at validation',
     async (transport) => {
-      const deep = await runOver(transport, base, { extensions: persisted(TOO_DEEP) }, caller.headers);
+      const deep = await runOver(transport, server.base, { extensions: persisted(TOO_DEEP) }, caller.headers);
       expect(deep.data).toBeUndefined();
       expect(deep.errors![0]!.message).toBe('The query nests 8 levels deep; at most 7 are allowed.');
-      const costly = await runOver(transport, base, { extensions: persisted(TOO_COSTLY) }, caller.headers);
+      const costly = await runOver(
+        transport,
+        server.base,
+        { extensions: persisted(TOO_COSTLY) },
+        caller.headers,
+      );
       expect(costly.data).toBeUndefined();
       expect(costly.errors![0]!.message).toBe('The query costs 1160 points; at most 1000 are allowed.');
     },
   );
 
   it('spends one budget per caller through known hashes, over every transport', async () => {
-    const { headers } = await atrium.caller({ handle: 'prodbudget' });
+    const { headers } = await server.atrium.caller({ handle: 'prodbudget' });
     for (let i = 0; i < 10; i++) {
-      const ok = await runOver(TRANSPORTS[i % 4]!, base, { extensions: persisted(COSTS_928) }, headers);
+      const ok = await runOver(
+        TRANSPORTS[i % 4]!,
+        server.base,
+        { extensions: persisted(COSTS_928) },
+        headers,
+      );
       expect(ok.errors, `operation ${i + 1}`).toBeUndefined();
     }
     for (const transport of TRANSPORTS) {
-      const refused = await runOver(transport, base, { extensions: persisted(COSTS_928) }, headers);
+      const refused = await runOver(transport, server.base, { extensions: persisted(COSTS_928) }, headers);
       expect(codesOf(refused), transport).toEqual(['RATE_LIMITED']);
     }
   });
@@ -426,7 +417,12 @@ describe('production: known hashes pass the same limits, and subscriptions are p
   it.each(['WS', 'SSE'] as const)(
     '%s: a plain subscription document is PERSISTED_QUERY_REQUIRED',
     async (transport) => {
-      const sub = firstEvent(transport, base, { query: SUBSCRIPTION, variables: { postId } }, caller.headers);
+      const sub = firstEvent(
+        transport,
+        server.base,
+        { query: SUBSCRIPTION, variables: { postId } },
+        caller.headers,
+      );
       const event = await sub.first;
       await sub.stop();
       expect(event.data).toBeUndefined();
@@ -439,7 +435,7 @@ describe('production: known hashes pass the same limits, and subscriptions are p
     async (transport) => {
       const sub = firstEvent(
         transport,
-        base,
+        server.base,
         { extensions: persisted(SUBSCRIPTION), variables: { postId } },
         caller.headers,
       );
@@ -448,7 +444,7 @@ describe('production: known hashes pass the same limits, and subscriptions are p
       // The subscription is set up asynchronously: add comments until one arrives.
       let event: Delivery | undefined;
       for (let i = 0; i < 50 && !event; i++) {
-        await atrium.services.core.comments.add(actor, { body, authorId: caller.userId, postId });
+        await server.atrium.services.core.comments.add(actor, { body, authorId: caller.userId, postId });
         event = await Promise.race([sub.first, new Promise<undefined>((r) => setTimeout(r, 100))]);
       }
       await sub.stop();

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
 interface Page {
@@ -19,13 +19,12 @@ const POSTS = `query($first: Int, $after: String, $last: Int, $before: String) {
   posts(first: $first, after: $after, last: $last, before: $before) { ${PAGE} } }`;
 
 describe('GraphQL posts: connections, comments, batching', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let alice: Caller;
   let bob: Caller;
   /** Post ids newest first, as Query.posts orders them. */
   let ids: string[] = [];
   beforeAll(async () => {
-    s = await startGraphQLServer();
     alice = await s.atrium.caller({ handle: 'postalice' });
     bob = await s.atrium.caller({ handle: 'postbob' });
     const actor = { id: alice.userId, kind: 'user' as const, role: 'member' as const };
@@ -41,7 +40,6 @@ describe('GraphQL posts: connections, comments, batching', () => {
     }
     ids = created.reverse();
   });
-  afterAll(async () => s?.stop());
 
   const posts = async (vars: Record<string, unknown>) => {
     const res = await s.gql(POSTS, vars, alice.headers);

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GraphQLBody, type GraphQLServer, startGraphQLServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type GraphQLBody, type GraphQLServer, graphQLServerForSuite } from './support.js';
 import { codesOf, runOver } from './transports.js';
 
 /** FORBIDDEN errors with the scope each names, by path. */
@@ -13,7 +13,7 @@ const refusals = (body: GraphQLBody) =>
 // decisions §3: a token carries what was granted, and a missing scope is refused naming it, on
 // GraphQL as on REST and gRPC.
 describe('GraphQL checks the caller’s scopes', () => {
-  let server: GraphQLServer;
+  const server = graphQLServerForSuite();
   let base: string;
   let member: Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
   let viewer: Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
@@ -32,7 +32,6 @@ describe('GraphQL checks the caller’s scopes', () => {
   });
 
   beforeAll(async () => {
-    server = await startGraphQLServer();
     base = server.url.replace(/\/graphql$/, '');
     member = await server.atrium.caller({ handle: 'scoped' });
     viewer = await server.atrium.caller({ handle: 'looker', role: 'viewer' });
@@ -53,7 +52,6 @@ describe('GraphQL checks the caller’s scopes', () => {
       })
     ).id;
   });
-  afterAll(async () => server?.stop());
 
   it('lets a profile:read token read the caller and nothing of the other areas', async () => {
     const headers = await bearer(['profile:read']);

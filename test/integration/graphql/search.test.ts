@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
 
@@ -7,12 +7,11 @@ const SEARCH = `query($q: String!) { search(query: $q) { __typename
   ... on User { id handle } ... on Post { id title } ... on Comment { id body } } }`;
 
 describe('GraphQL search and node', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let alice: Caller;
   let postId: string;
   let commentId: string;
   beforeAll(async () => {
-    s = await startGraphQLServer();
     alice = await s.atrium.caller({ handle: 'zebracorn' });
     const actor = { id: alice.userId, kind: 'user' as const, role: 'member' as const };
     const core = s.atrium.services.core;
@@ -29,7 +28,6 @@ describe('GraphQL search and node', () => {
     ).id;
     await core.posts.create(actor, { title: 'Unrelated', body: 'Nothing here', authorId: alice.userId });
   });
-  afterAll(async () => s?.stop());
 
   it('search answers users, posts and comments of the full-text index with __typename', async () => {
     const res = await s.gql(SEARCH, { q: 'zebracorn' }, alice.headers);

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { ServicesOptions } from '../../../src/compose.js';
+import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { forSuite } from '../../helpers/suite.js';
 
@@ -39,12 +43,34 @@ export async function startGraphQLServer(env: Record<string, string> = {}): Prom
   };
 }
 
+/** A GraphQL server (startGraphQLServer) for the enclosing describe block (see forSuite). */
+export function graphQLServerForSuite(env: Record<string, string> = {}): GraphQLServer {
+  return forSuite(
+    () => startGraphQLServer(env),
+    (server) => server.stop(),
+  );
+}
+
 export const codes = (body: GraphQLBody) => (body.errors ?? []).map((e) => e.extensions?.code);
 
 export interface ListeningAtrium {
   readonly atrium: TestAtrium;
   /** Base URL such as http://127.0.0.1:1234 (no path), as `runOver` takes it. */
   readonly base: string;
+}
+
+/** startTestAtrium, listening on a free port (stopped again if it cannot listen). */
+async function startListening(
+  env: Record<string, string>,
+  options: ServicesOptions,
+): Promise<ListeningAtrium> {
+  const atrium = await startTestAtrium(env, undefined, options);
+  try {
+    return { atrium, base: (await atrium.listen()).httpUrl! };
+  } catch (err) {
+    await atrium.stop();
+    throw err;
+  }
 }
 
 /**
@@ -56,16 +82,36 @@ export function listeningAtrium(
   options: ServicesOptions = {},
 ): ListeningAtrium {
   return forSuite(
+    () => startListening(env, options),
+    (s) => s.atrium.stop(),
+  );
+}
+
+/**
+ * A listening Atrium in production (NODE_ENV=production) for the enclosing describe block (see
+ * forSuite), whose persisted-query manifest (PERSISTED_QUERIES_FILE) holds exactly `queries`, keyed
+ * by their SHA-256: a temporary file written before the start and removed after the stop.
+ */
+export function productionAtrium(queries: readonly string[], options: ServicesOptions = {}): ListeningAtrium {
+  return forSuite(
     async () => {
-      const atrium = await startTestAtrium(env, undefined, options);
+      const dir = mkdtempSync(join(tmpdir(), 'atrium-manifest-'));
       try {
-        return { atrium, base: (await atrium.listen()).httpUrl! };
+        const file = join(dir, 'manifest.json');
+        writeFileSync(file, JSON.stringify(Object.fromEntries(queries.map((q) => [sha256Hex(q), q]))));
+        return {
+          ...(await startListening({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file }, options)),
+          dir,
+        };
       } catch (err) {
-        await atrium.stop();
+        rmSync(dir, { recursive: true, force: true });
         throw err;
       }
     },
-    (s) => s.atrium.stop(),
+    async (s) => {
+      await s.atrium.stop();
+      rmSync(s.dir, { recursive: true, force: true });
+    },
   );
 }
 

@@ -1,18 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 describe('GraphQL users: reads, email visibility, updateUser', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let admin: Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
   let alice: typeof admin;
   let bob: typeof admin;
   beforeAll(async () => {
-    s = await startGraphQLServer();
     admin = await s.atrium.caller({ role: 'admin', handle: 'gqladmin' });
     alice = await s.atrium.caller({ handle: 'gqlalice' });
     bob = await s.atrium.caller({ handle: 'gqlbob' });
   });
-  afterAll(async () => s?.stop());
 
   it('me answers the caller with every field, deprecated ones included', async () => {
     const res = await s.gql(

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codes, startGraphQLServer, type GraphQLServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
 
 describe('GraphQL visibility of drafts and scheduled posts', () => {
-  let s: GraphQLServer;
+  const s = graphQLServerForSuite();
   let author: Caller;
   let reader: Caller;
   let admin: Caller;
@@ -13,7 +13,6 @@ describe('GraphQL visibility of drafts and scheduled posts', () => {
   let scheduled: string;
   let draftComment: string;
   beforeAll(async () => {
-    s = await startGraphQLServer();
     author = await s.atrium.caller({ handle: 'visauthor' });
     reader = await s.atrium.caller({ handle: 'visreader' });
     admin = await s.atrium.caller({ role: 'admin', handle: 'visadmin' });
@@ -45,7 +44,6 @@ describe('GraphQL visibility of drafts and scheduled posts', () => {
       })
     ).id;
   });
-  afterAll(async () => s?.stop());
 
   const listed = async (who: Caller | null) => {
     const res = await s.gql('{ posts { totalCount edges { node { id } } } }', {}, who?.headers ?? {});

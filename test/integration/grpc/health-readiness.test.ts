@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   postgresMissing,
-  startAtriumBehindProxy,
-  type AtriumBehindProxy,
+  startListeningBehindProxy,
+  type ListeningBehindProxy,
 } from '../../helpers/database-outage.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { forSuite } from '../../helpers/suite.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
 import { DEFAULT_HEALTH_PROBE_MS } from '../../../src/grpc/server.js';
 import {
@@ -49,39 +50,48 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const skip = await postgresMissing();
 
+interface HealthBehindProxy extends ListeningBehindProxy {
+  /** A grpc.health.v1.Health client on the server's gRPC port, closed before the server stops. */
+  health: Client;
+}
+
+/**
+ * An Atrium with the api, auth and grpc roles behind the database proxy, listening, and a Health
+ * client on it, for the enclosing describe block (see forSuite).
+ */
+function healthBehindProxyForSuite(env: Record<string, string> = {}): HealthBehindProxy {
+  return forSuite(
+    async () => {
+      const server = await startListeningBehindProxy(env, ['api', 'auth', 'grpc']);
+      return { ...server, health: healthClient(server.grpcAddress!) };
+    },
+    async (server) => {
+      server.health.close();
+      await server.stop();
+    },
+  );
+}
+
 /**
  * gRPC health follows /readyz's rule: a balancer or a Kubernetes gRPC probe stops sending calls that
  * would fail UNAVAILABLE while the database is away, and sends them again when it is back.
  */
 describe.skipIf(skip !== undefined)('gRPC health when PostgreSQL goes away and comes back', () => {
-  let env: AtriumBehindProxy;
-  let health: Client;
-  let httpUrl: string;
-
-  beforeAll(async () => {
-    env = await startAtriumBehindProxy({}, ['api', 'auth', 'grpc']);
-    const addresses = await env.atrium.listen();
-    httpUrl = addresses.httpUrl!;
-    health = healthClient(addresses.grpcAddress!);
-  });
-  afterAll(async () => {
-    health?.close();
-    await env?.stop();
-  });
+  const server = healthBehindProxyForSuite();
 
   it('turns NOT_SERVING while the database is cut and SERVING after; Watch hears both changes', async () => {
-    expect(await statuses(health)).toEqual(['SERVING', 'SERVING']);
-    const watched = SERVICES.map((service) => watchHealth(health, service));
+    expect(await statuses(server.health)).toEqual(['SERVING', 'SERVING']);
+    const watched = SERVICES.map((service) => watchHealth(server.health, service));
     await waitFor(() => watched.every((w) => w.statuses.length > 0), 5_000, 'the first statuses');
 
-    await env.cutDatabase();
-    await untilChecked(health, 'NOT_SERVING', 'with the database cut');
-    expect(await readyz(httpUrl)).toBe(503);
+    await server.cutDatabase();
+    await untilChecked(server.health, 'NOT_SERVING', 'with the database cut');
+    expect(await readyz(server.httpUrl)).toBe(503);
     await waitFor(() => watched.every((w) => w.statuses.length >= 2), 5_000, 'Watch to hear NOT_SERVING');
 
-    await env.restoreDatabase();
-    await untilChecked(health, 'SERVING', 'after the database came back');
-    expect(await readyz(httpUrl)).toBe(200);
+    await server.restoreDatabase();
+    await untilChecked(server.health, 'SERVING', 'after the database came back');
+    expect(await readyz(server.httpUrl)).toBe(200);
     await waitFor(() => watched.every((w) => w.statuses.length >= 3), 5_000, 'Watch to hear SERVING');
 
     // One message per change: a probe that finds the same status again sends nothing.
@@ -93,59 +103,42 @@ describe.skipIf(skip !== undefined)('gRPC health when PostgreSQL goes away and c
   });
 
   it("keeps the gRPC server's own drain NOT_SERVING through a recovery", async () => {
-    const watched = watchHealth(health, '');
+    const watched = watchHealth(server.health, '');
     await waitFor(() => watched.statuses.length > 0, 5_000, 'the first status');
-    await env.cutDatabase();
-    await untilChecked(health, 'NOT_SERVING', 'with the database cut');
+    await server.cutDatabase();
+    await untilChecked(server.health, 'NOT_SERVING', 'with the database cut');
 
     // The drain's first step alone, as GrpcServer offers it: the process is not marked draining, so
     // only health's own rule (a drain is final) can keep it NOT_SERVING once the database is back.
-    env.atrium.grpc!.announceDrain();
-    await env.restoreDatabase();
+    server.atrium.grpc!.announceDrain();
+    await server.restoreDatabase();
     const deadline = Date.now() + NOTICE_MS;
-    while ((await readyz(httpUrl)) !== 200 && Date.now() < deadline) await sleep(100);
-    expect(await readyz(httpUrl)).toBe(200);
+    while ((await readyz(server.httpUrl)) !== 200 && Date.now() < deadline) await sleep(100);
+    expect(await readyz(server.httpUrl)).toBe(200);
     await sleep(DEFAULT_HEALTH_PROBE_MS * 2 + 500);
-    expect(await statuses(health)).toEqual(['NOT_SERVING', 'NOT_SERVING']);
+    expect(await statuses(server.health)).toEqual(['NOT_SERVING', 'NOT_SERVING']);
     expect(watched.statuses).toEqual(['SERVING', 'NOT_SERVING']);
   });
 });
 
 describe.skipIf(skip !== undefined)('gRPC health when a drain begins during an outage', () => {
-  let env: AtriumBehindProxy;
-  let health: Client;
-  let httpUrl: string;
-
-  beforeAll(async () => {
-    // The drain keeps serving (health NOT_SERVING) this long before it closes anything, so the test
-    // can ask health during it; long enough for several probes after the database returns.
-    env = await startAtriumBehindProxy({ SHUTDOWN_DELAY_MS: String(DEFAULT_HEALTH_PROBE_MS * 4) }, [
-      'api',
-      'auth',
-      'grpc',
-    ]);
-    const addresses = await env.atrium.listen();
-    httpUrl = addresses.httpUrl!;
-    health = healthClient(addresses.grpcAddress!);
-  });
-  afterAll(async () => {
-    health?.close();
-    await env?.stop();
-  });
+  // The drain keeps serving (health NOT_SERVING) this long before it closes anything, so the test
+  // can ask health during it; long enough for several probes after the database returns.
+  const server = healthBehindProxyForSuite({ SHUTDOWN_DELAY_MS: String(DEFAULT_HEALTH_PROBE_MS * 4) });
 
   it('stays NOT_SERVING when the database comes back during the drain', { timeout: 60_000 }, async () => {
-    const watched = watchHealth(health, '');
+    const watched = watchHealth(server.health, '');
     await waitFor(() => watched.statuses.length > 0, 5_000, 'the first status');
-    await env.cutDatabase();
-    await untilChecked(health, 'NOT_SERVING', 'with the database cut');
+    await server.cutDatabase();
+    await untilChecked(server.health, 'NOT_SERVING', 'with the database cut');
 
-    const closing = env.atrium.close();
-    await env.restoreDatabase();
+    const closing = server.atrium.close();
+    await server.restoreDatabase();
     // The database answers again (the checks /readyz runs pass; only the drain keeps it not ready)...
     const deadline = Date.now() + NOTICE_MS;
     let body: { checks?: Record<string, string> } = {};
     while (Date.now() < deadline) {
-      const res = await fetch(`${httpUrl}/readyz`);
+      const res = await fetch(`${server.httpUrl}/readyz`);
       body = (await res.json()) as typeof body;
       expect(res.status).toBe(503);
       if (body.checks?.database === 'ok') break;
@@ -154,11 +147,11 @@ describe.skipIf(skip !== undefined)('gRPC health when a drain begins during an o
     expect(body.checks).toEqual({ database: 'ok', process: 'draining' });
     // ...and several probes later health still says NOT_SERVING: the drain's status is final.
     await sleep(DEFAULT_HEALTH_PROBE_MS * 2 + 500);
-    expect(await statuses(health)).toEqual(['NOT_SERVING', 'NOT_SERVING']);
+    expect(await statuses(server.health)).toEqual(['NOT_SERVING', 'NOT_SERVING']);
     expect(watched.statuses).toEqual(['SERVING', 'NOT_SERVING']);
 
     // Let the drain go on: it waits for open connections to close.
-    health.close();
+    server.health.close();
     await closing;
     await waitFor(() => watched.end !== undefined, 5_000, 'the Watch to end');
     expect(watched.end?.code).toBe(grpc.status.OK);

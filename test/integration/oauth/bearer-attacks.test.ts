@@ -1,5 +1,5 @@
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   forge,
   hmacSigner,
@@ -11,22 +11,17 @@ import {
   type Signer,
   withAlteredSignature,
 } from './forge.js';
-import { codeFlowTokens, startOAuthServer, userWithPassword, type OAuthTestServer } from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
+import { accessClaims, codeFlowSuite, codeFlowTokens, userWithPassword } from './support.js';
 
 describe('bearer tokens: every forged, altered or misused token is refused with 401, never a 500', () => {
-  let server: OAuthTestServer;
+  const { server, flow } = codeFlowSuite();
   let kid: string;
   let realKey: Signer;
   let realKeySha512: Signer;
   let publicPem: string;
   let publicJwkJson: string;
-  let user: { id: string; handle: string; password: string };
-  let app: { client_id: string; client_secret: string; redirect_uri: string };
 
   beforeAll(async () => {
-    server = await startOAuthServer();
     const { services } = server.atrium;
     await services.oauth.signingKeys!.signingKey();
     const row = await services.store.db.selectFrom('signing_keys').selectAll().executeTakeFirstOrThrow();
@@ -36,32 +31,11 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
     realKeySha512 = rsaSigner(privateKey, 'RSA-SHA512');
     publicPem = publicPemFromJwk(row.public_jwk);
     publicJwkJson = row.public_jwk;
-    user = await userWithPassword(server.atrium);
-    const c = await services.oauth.clients.create({
-      name: 'App',
-      redirectUris: [REDIRECT],
-      firstParty: true,
-    });
-    app = { client_id: c.client_id, client_secret: c.client_secret!, redirect_uri: REDIRECT };
-  });
-  afterAll(async () => {
-    await server.stop();
   });
 
   const now = () => Math.floor(Date.now() / 1000);
   const header = (extra: Record<string, unknown> = {}) => ({ alg: 'RS256', typ: 'at+jwt', kid, ...extra });
-  const claims = (extra: Record<string, unknown> = {}) => ({
-    iss: server.url,
-    aud: server.url,
-    sub: user.id,
-    client_id: app.client_id,
-    scope: 'profile:read',
-    type: 'access',
-    iat: now(),
-    exp: now() + 900,
-    jti: `jti-${Math.random()}`,
-    ...extra,
-  });
+  const claims = (extra: Record<string, unknown> = {}) => accessClaims(server, flow, extra);
   const call = (authorization: string) =>
     server.atrium.http!.inject({ method: 'GET', url: '/api/user/profile', headers: { authorization } });
 
@@ -76,7 +50,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
   it('accepts a correctly made token (the forging helper itself is sound)', async () => {
     const res = await call(`Bearer ${forge(header(), claims(), realKey)}`);
     expect(res.statusCode).toBe(200);
-    expect(res.json().user_id).toBe(user.id);
+    expect(res.json().user_id).toBe(flow.user.id);
   });
 
   it('refuses alg none, with or without a signature', async () => {
@@ -218,7 +192,7 @@ describe('bearer tokens: every forged, altered or misused token is refused with 
   });
 
   it('refuses refresh tokens and unknown opaque tokens as access tokens', async () => {
-    const tokens = await codeFlowTokens(server.atrium, app, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     const res = await expectRefused(tokens.refresh_token);
     expect(res.json().message).toMatch(/refresh token/);
     await expectRefused('art_' + 'A'.repeat(43));

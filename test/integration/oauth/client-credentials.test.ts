@@ -1,23 +1,19 @@
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, discover, form, insecure, startOAuthServer, type OAuthTestServer } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { basic, discover, form, insecure, oauthServerForSuite } from './support.js';
 
 describe('client credentials through an independent OAuth client', () => {
-  let server: OAuthTestServer;
+  const server = oauthServerForSuite();
   let as: oauth.AuthorizationServer;
   let client: { client_id: string; client_secret: string };
 
   beforeAll(async () => {
-    server = await startOAuthServer();
     as = await discover(server);
     const created = await server.atrium.services.oauth.clients.create({
       name: 'Reporting job',
       scopes: 'profile:read data:export orders:read',
     });
     client = { client_id: created.client_id, client_secret: created.client_secret! };
-  });
-  afterAll(async () => {
-    await server.stop();
   });
 
   it('discovers the RFC 8414 metadata', () => {

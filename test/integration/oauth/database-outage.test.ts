@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  postgresMissing,
-  startAtriumBehindProxy,
-  type AtriumBehindProxy,
-} from '../../helpers/database-outage.js';
-import { basic, form, pkce } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { behindProxyForSuite, postgresMissing } from '../../helpers/database-outage.js';
+import { authorizeQuery, basic, form, pkce, REDIRECT } from './support.js';
 
 const skip = await postgresMissing();
 
@@ -13,15 +9,10 @@ const skip = await postgresMissing();
  * text. The sign-in pages are pages, so they say it as a page.
  */
 describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot be reached', () => {
-  let env: AtriumBehindProxy;
-  let base: string;
+  const env = behindProxyForSuite({}, ['auth']);
   let client: { client_id: string; client_secret: string | null };
-  const REDIRECT = 'https://app.example.com/cb';
 
   beforeAll(async () => {
-    env = await startAtriumBehindProxy({}, ['auth']);
-    const { httpUrl } = await env.atrium.listen();
-    base = httpUrl!;
     client = await env.atrium.services.oauth.clients.create({
       name: 'App',
       redirectUris: [REDIRECT],
@@ -29,23 +20,11 @@ describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot 
     });
     await env.cutDatabase();
   });
-  afterAll(async () => {
-    await env?.stop();
-  });
 
-  const query = () =>
-    form({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: REDIRECT,
-      scope: 'profile:read',
-      state: 's',
-      code_challenge: pkce().challenge,
-      code_challenge_method: 'S256',
-    });
+  const query = () => form(authorizeQuery(client.client_id, pkce().challenge));
 
   it('GET /authorize answers a 503 page saying the service is temporarily unavailable, with Retry-After', async () => {
-    const res = await fetch(`${base}/authorize?${query()}`);
+    const res = await fetch(`${env.httpUrl}/authorize?${query()}`);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
@@ -55,7 +34,7 @@ describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot 
   });
 
   it('POST /authorize (the login form) answers the same 503 page', async () => {
-    const res = await fetch(`${base}/authorize?${query()}`, {
+    const res = await fetch(`${env.httpUrl}/authorize?${query()}`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: form({ username: 'someone', password: 'secret' }),
@@ -66,7 +45,7 @@ describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot 
   });
 
   it('as /oauth/token answers 503 temporarily_unavailable', async () => {
-    const res = await fetch(`${base}/oauth/token`, {
+    const res = await fetch(`${env.httpUrl}/oauth/token`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',

@@ -1,28 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, form, pkce, startOAuthServer, userWithPassword, type OAuthTestServer } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { authorizeQuery, basic, codeFlowSuite, form, pkce, REDIRECT } from './support.js';
 
-const REDIRECT = 'https://app.example.com/cb';
 const NUL = '\u0000';
 
 /** Control characters and odd encodings anywhere in a token-server request: a 4xx, never a 500. */
 describe('hostile input on every token-server endpoint', () => {
-  let server: OAuthTestServer;
-  let client: { client_id: string; client_secret: string };
-  let user: { handle: string; password: string };
-
-  beforeAll(async () => {
-    server = await startOAuthServer();
-    const c = await server.atrium.services.oauth.clients.create({
-      name: 'App',
-      redirectUris: [REDIRECT],
-      firstParty: true,
-    });
-    client = { client_id: c.client_id, client_secret: c.client_secret! };
-    user = await userWithPassword(server.atrium);
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
+  const { server, flow } = codeFlowSuite();
 
   const tokenPost = (payload: string, authorization?: string) =>
     server.atrium.http!.inject({
@@ -36,7 +19,7 @@ describe('hostile input on every token-server endpoint', () => {
     });
 
   it('token endpoint: NUL in the client id, the secret and every parameter', async () => {
-    const auth = basic(client.client_id, client.client_secret);
+    const auth = basic(flow.app.client_id, flow.app.client_secret);
     // Each bad request gets the answer its fault calls for (RFC 6749 §5.2), never a 5xx.
     const cases: Array<[number, string, Awaited<ReturnType<typeof tokenPost>>]> = [
       [
@@ -44,7 +27,7 @@ describe('hostile input on every token-server endpoint', () => {
         'invalid_client',
         await tokenPost(
           form({ grant_type: 'client_credentials' }),
-          basic(`${client.client_id}${NUL}`, client.client_secret),
+          basic(`${flow.app.client_id}${NUL}`, flow.app.client_secret),
         ),
       ],
       [
@@ -52,7 +35,7 @@ describe('hostile input on every token-server endpoint', () => {
         'invalid_client',
         await tokenPost(
           form({ grant_type: 'client_credentials' }),
-          basic(client.client_id, `${client.client_secret}${NUL}`),
+          basic(flow.app.client_id, `${flow.app.client_secret}${NUL}`),
         ),
       ],
       [
@@ -118,7 +101,7 @@ describe('hostile input on every token-server endpoint', () => {
     const refresh = await server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
-      payload: { refresh_token: `art_${NUL}`, client_id: `${client.client_id}${NUL}` },
+      payload: { refresh_token: `art_${NUL}`, client_id: `${flow.app.client_id}${NUL}` },
     });
     expect(refresh.statusCode).toBe(401);
     const introspect = await server.atrium.http!.inject({
@@ -126,7 +109,7 @@ describe('hostile input on every token-server endpoint', () => {
       url: '/oauth/introspect',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: basic(client.client_id, client.client_secret),
+        authorization: basic(flow.app.client_id, flow.app.client_secret),
       },
       payload: form({ token: `art_${NUL}${'A'.repeat(42)}` }),
     });
@@ -136,17 +119,11 @@ describe('hostile input on every token-server endpoint', () => {
 
   it('authorization endpoint and login form', async () => {
     const { challenge } = pkce();
-    const q = {
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: REDIRECT,
-      state: 's',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    };
+    // This request names no scope.
+    const q = authorizeQuery(flow.app.client_id, challenge, { scope: undefined });
     // An unknown client or redirect URI is an error page, never a redirect; `state` is opaque.
     for (const [bad, expected] of [
-      [{ client_id: `${client.client_id}${NUL}` }, 400],
+      [{ client_id: `${flow.app.client_id}${NUL}` }, 400],
       [{ redirect_uri: `${REDIRECT}${NUL}` }, 400],
       [{ state: `a${NUL}b` }, 200],
     ] as const) {
@@ -157,8 +134,8 @@ describe('hostile input on every token-server endpoint', () => {
       expect(res.statusCode, JSON.stringify(bad)).toBe(expected);
     }
     for (const creds of [
-      { username: `${user.handle}${NUL}`, password: user.password },
-      { username: user.handle, password: `${NUL}${user.password}` },
+      { username: `${flow.user.handle}${NUL}`, password: flow.user.password },
+      { username: flow.user.handle, password: `${NUL}${flow.user.password}` },
       { username: `${NUL}`, password: `${NUL}` },
     ]) {
       const res = await server.atrium.http!.inject({

@@ -1,7 +1,7 @@
 import { SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { forge, hmacSigner, unsigned } from './forge.js';
-import { basic, firstPartyApp, form, HS256_ENV, startOAuthServer, type OAuthTestServer } from './support.js';
+import { basic, firstPartyApp, form, HS256_ENV, oauthServerForSuite, REDIRECT } from './support.js';
 
 /**
  * Another service holding the same JWT_SECRET issues access tokens with exactly the spec's claims
@@ -10,19 +10,15 @@ import { basic, firstPartyApp, form, HS256_ENV, startOAuthServer, type OAuthTest
  * everything RFC 8725 warns about must still be refused.
  */
 describe('HS256 tokens from a foreign issuer sharing JWT_SECRET', () => {
-  let server: OAuthTestServer;
+  const server = oauthServerForSuite(HS256_ENV);
   let userId: string;
   let client: { client_id: string; client_secret: string };
   const secret = new TextEncoder().encode(HS256_ENV.JWT_SECRET);
   const now = () => Math.floor(Date.now() / 1000);
 
   beforeAll(async () => {
-    server = await startOAuthServer(HS256_ENV);
     userId = (await server.atrium.caller({ role: 'member' })).userId;
-    client = await firstPartyApp(server, 'https://app.example.com/cb');
-  });
-  afterAll(async () => {
-    await server.stop();
+    client = await firstPartyApp(server, REDIRECT);
   });
 
   /** The spec's claims and nothing else. */

@@ -1,47 +1,14 @@
 import { jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { forge, hmacSigner, rsaSigner, strangerKey, unsigned } from './forge.js';
-import {
-  basic,
-  codeFlowTokens,
-  firstPartyApp,
-  form,
-  HS256_ENV,
-  startOAuthServer,
-  userWithPassword,
-  type OAuthTestServer,
-} from './support.js';
-
-const REDIRECT = 'https://app.example.com/cb';
+import { accessClaims, basic, codeFlowSuite, codeFlowTokens, form, HS256_ENV } from './support.js';
 
 describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
-  let server: OAuthTestServer;
-  let client: { client_id: string; client_secret: string; redirect_uri: string };
-  let user: { id: string; handle: string; password: string };
+  const { server, flow } = codeFlowSuite(HS256_ENV);
   const secret = new TextEncoder().encode(HS256_ENV.JWT_SECRET);
 
-  beforeAll(async () => {
-    server = await startOAuthServer(HS256_ENV);
-    client = await firstPartyApp(server, REDIRECT);
-    user = await userWithPassword(server.atrium);
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
-
   const now = () => Math.floor(Date.now() / 1000);
-  const claims = (extra: Record<string, unknown> = {}) => ({
-    iss: server.url,
-    aud: server.url,
-    sub: user.id,
-    client_id: client.client_id,
-    scope: 'profile:read',
-    type: 'access',
-    iat: now(),
-    exp: now() + 900,
-    jti: 'j1',
-    ...extra,
-  });
+  const claims = (extra: Record<string, unknown> = {}) => accessClaims(server, flow, { jti: 'j1', ...extra });
   const profile = (token: string) =>
     server.atrium.http!.inject({
       method: 'GET',
@@ -50,14 +17,14 @@ describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
     });
 
   it('issues HS256 access tokens (15 minutes) and 30-day refresh tokens through the same flows', async () => {
-    const tokens = await codeFlowTokens(server.atrium, client, user);
+    const tokens = await codeFlowTokens(server.atrium, flow.app, flow.user);
     const { payload, protectedHeader } = await jwtVerify(tokens.access_token, secret, {
       algorithms: ['HS256'],
       issuer: server.url,
       audience: server.url,
     });
     expect(protectedHeader).toEqual({ alg: 'HS256', typ: 'at+jwt' });
-    expect(payload).toMatchObject({ sub: user.id, type: 'access', scope: 'profile:read data:export' });
+    expect(payload).toMatchObject({ sub: flow.user.id, type: 'access', scope: 'profile:read data:export' });
     expect(payload.exp! - payload.iat!).toBe(900);
     expect((await profile(tokens.access_token)).statusCode).toBe(200);
 
@@ -70,7 +37,7 @@ describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
     const refreshed = await server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
-      payload: { refresh_token: tokens.refresh_token, client_id: client.client_id },
+      payload: { refresh_token: tokens.refresh_token, client_id: flow.app.client_id },
     });
     expect(refreshed.statusCode).toBe(200);
     expect(refreshed.json().expires_in).toBe(900);
@@ -80,7 +47,7 @@ describe('the symmetric variant (TOKEN_SIGNING=hs256)', () => {
       url: '/oauth/token',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: basic(client.client_id, client.client_secret),
+        authorization: basic(flow.app.client_id, flow.app.client_secret),
       },
       payload: form({ grant_type: 'client_credentials', scope: 'data:export' }),
     });

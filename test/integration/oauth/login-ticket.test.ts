@@ -5,9 +5,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/schema.js';
 import { createAtrium, type Atrium } from '../../../src/compose.js';
 import { freshDatabase, type TestDatabase } from '../../helpers/database.js';
-import { basic, cookieFrom, form, freePort, hiddenFields, pkce, userWithPassword } from './support.js';
+import {
+  authorizeQuery,
+  basic,
+  cookieFrom,
+  form,
+  freePort,
+  hiddenFields,
+  pkce,
+  REDIRECT,
+  userWithPassword,
+} from './support.js';
 
-const REDIRECT = 'https://app.example.com/cb';
 const MINUTE = 60_000;
 
 /** A clock both instances share, so a ticket can be made to expire without waiting. */
@@ -79,15 +88,7 @@ describe('login tickets are single-use across instances', () => {
 
   /** Signs in on A up to the consent page; returns its fields and the browser's cookie. */
   async function consentForm(): Promise<{ cookie: string; fields: Record<string, string> }> {
-    const query = form({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: REDIRECT,
-      scope: 'profile:read',
-      state: 's-1',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    });
+    const query = form(authorizeQuery(client.client_id, challenge, { state: 's-1' }));
     const login = await fetch(`${urlA}/authorize?${query}`);
     expect(login.status).toBe(200);
     const cookie = cookieFrom(login.headers.getSetCookie())!;

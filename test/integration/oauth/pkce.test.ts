@@ -1,44 +1,29 @@
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  authorizeQuery,
   authorizeThroughForm,
   basic,
+  codeFlowSuite,
   cookieFrom,
-  discover,
   form,
   hiddenFields,
   insecure,
   pkce,
-  startOAuthServer,
-  userWithPassword,
-  type OAuthTestServer,
+  REDIRECT,
 } from './support.js';
 
-const REDIRECT = 'https://app.example.com/callback';
-
 describe('authorization code with PKCE', () => {
-  let server: OAuthTestServer;
-  let as: oauth.AuthorizationServer;
-  let confidential: { client_id: string; client_secret: string };
+  const { server, flow } = codeFlowSuite();
   let publicClient: { client_id: string };
-  let user: { id: string; handle: string; password: string };
 
   beforeAll(async () => {
-    server = await startOAuthServer();
-    as = await discover(server);
-    const clients = server.atrium.services.oauth.clients;
-    const c = await clients.create({ name: 'Web app', redirectUris: [REDIRECT], firstParty: true });
-    confidential = { client_id: c.client_id, client_secret: c.client_secret! };
-    publicClient = await clients.create({
+    publicClient = await server.atrium.services.oauth.clients.create({
       name: 'Mobile',
       redirectUris: [REDIRECT],
       public: true,
       firstParty: true,
     });
-    user = await userWithPassword(server.atrium);
-  });
-  afterAll(async () => {
-    await server.stop();
   });
 
   /** What a browser does: open the authorization URL, post the login form, follow nothing. */
@@ -51,7 +36,7 @@ describe('authorization code with PKCE', () => {
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie!, origin: server.url },
-      body: form({ ...fields, username: user.handle, password: user.password, consent: 'approve' }),
+      body: form({ ...fields, username: flow.user.handle, password: flow.user.password, consent: 'approve' }),
     });
     expect(posted.status).toBe(302);
     return new URL(posted.headers.get('location')!);
@@ -60,10 +45,10 @@ describe('authorization code with PKCE', () => {
   it('runs the whole flow with oauth4webapi: authorize, log in, exchange, use', async () => {
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
-    const url = new URL(as.authorization_endpoint!);
+    const url = new URL(flow.as.authorization_endpoint!);
     url.search = new URLSearchParams({
       response_type: 'code',
-      client_id: confidential.client_id,
+      client_id: flow.app.client_id,
       redirect_uri: REDIRECT,
       scope: 'profile:read orders:read',
       state,
@@ -74,36 +59,39 @@ describe('authorization code with PKCE', () => {
     expect(callback.origin + callback.pathname).toBe(REDIRECT);
     expect(callback.searchParams.get('iss')).toBe(server.url);
 
-    const client = { client_id: confidential.client_id };
-    const params = oauth.validateAuthResponse(as, client, callback, state);
+    const client = { client_id: flow.app.client_id };
+    const params = oauth.validateAuthResponse(flow.as, client, callback, state);
     const response = await oauth.authorizationCodeGrantRequest(
-      as,
+      flow.as,
       client,
-      oauth.ClientSecretBasic(confidential.client_secret),
+      oauth.ClientSecretBasic(flow.app.client_secret),
       params,
       REDIRECT,
       verifier,
       insecure,
     );
     expect(response.headers.get('cache-control')).toBe('no-store');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+    const tokens = await oauth.processAuthorizationCodeResponse(flow.as, client, response);
     expect(tokens.expires_in).toBe(900);
     expect(tokens.refresh_token).toMatch(/^art_/);
     expect(tokens.scope).toBe('profile:read orders:read');
 
     const claims = await oauth.validateJwtAccessToken(
-      as,
+      flow.as,
       new Request(`${server.url}/api/user/profile`, {
         headers: { authorization: `Bearer ${tokens.access_token}` },
       }),
       server.url,
       insecure,
     );
-    expect(claims.sub).toBe(user.id);
+    expect(claims.sub).toBe(flow.user.id);
     const profile = await fetch(`${server.url}/api/user/profile`, {
       headers: { authorization: `Bearer ${tokens.access_token}` },
     });
-    expect(await profile.json()).toMatchObject({ user_id: user.id, scopes: ['orders:read', 'profile:read'] });
+    expect(await profile.json()).toMatchObject({
+      user_id: flow.user.id,
+      scopes: ['orders:read', 'profile:read'],
+    });
   });
 
   it('lets a public client exchange with client_id and its verifier only', async () => {
@@ -122,7 +110,7 @@ describe('authorization code with PKCE', () => {
   it('refuses authorization requests without S256 PKCE, redirecting with error and state', async () => {
     const base = {
       response_type: 'code',
-      client_id: confidential.client_id,
+      client_id: flow.app.client_id,
       redirect_uri: REDIRECT,
       state: 'st-1',
     };
@@ -149,7 +137,7 @@ describe('authorization code with PKCE', () => {
 
   it('refuses a missing verifier and verifiers of the wrong length or alphabet, without using up the code', async () => {
     const { verifier, challenge } = pkce();
-    const code = await codeFor(confidential.client_id, challenge);
+    const code = await codeFor(flow.app.client_id, challenge);
     const bad = [
       undefined,
       'a'.repeat(42),
@@ -160,23 +148,20 @@ describe('authorization code with PKCE', () => {
       `${'a'.repeat(42)}+`,
     ];
     for (const code_verifier of bad) {
-      const res = await exchange({ code, redirect_uri: REDIRECT, code_verifier }, confidential);
+      const res = await exchange({ code, redirect_uri: REDIRECT, code_verifier }, flow.app);
       expect(res.statusCode, String(code_verifier)).toBe(400);
       expect(res.json().error).toBe('invalid_request');
     }
-    const wrong = await exchange(
-      { code, redirect_uri: REDIRECT, code_verifier: pkce().verifier },
-      confidential,
-    );
+    const wrong = await exchange({ code, redirect_uri: REDIRECT, code_verifier: pkce().verifier }, flow.app);
     expect(wrong.statusCode).toBe(400);
     expect(wrong.json().error).toBe('invalid_grant');
-    const right = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, confidential);
+    const right = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, flow.app);
     expect(right.statusCode).toBe(200);
   });
 
   it('binds the code to its client and redirect URI', async () => {
     const { verifier, challenge } = pkce();
-    const code = await codeFor(confidential.client_id, challenge);
+    const code = await codeFor(flow.app.client_id, challenge);
     const otherClient = await exchange({
       client_id: publicClient.client_id,
       code,
@@ -186,28 +171,28 @@ describe('authorization code with PKCE', () => {
     expect(otherClient.json().error).toBe('invalid_grant');
     const otherUri = await exchange(
       { code, redirect_uri: `${REDIRECT}/x`, code_verifier: verifier },
-      confidential,
+      flow.app,
     );
     expect(otherUri.json().error).toBe('invalid_grant');
-    const noUri = await exchange({ code, code_verifier: verifier }, confidential);
+    const noUri = await exchange({ code, code_verifier: verifier }, flow.app);
     expect(noUri.json().error).toBe('invalid_request');
     const unknown = await exchange(
       { code: 'A'.repeat(43), redirect_uri: REDIRECT, code_verifier: verifier },
-      confidential,
+      flow.app,
     );
     expect(unknown.json().error).toBe('invalid_grant');
   });
 
   it('fails a second exchange of a code and revokes everything the first one issued', async () => {
     const { verifier, challenge } = pkce();
-    const code = await codeFor(confidential.client_id, challenge);
-    const first = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, confidential);
+    const code = await codeFor(flow.app.client_id, challenge);
+    const first = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, flow.app);
     expect(first.statusCode).toBe(200);
     const tokens = first.json();
     const before = await profile(tokens.access_token);
     expect(before.statusCode).toBe(200);
 
-    const second = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, confidential);
+    const second = await exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, flow.app);
     expect(second.statusCode).toBe(400);
     expect(second.json().error).toBe('invalid_grant');
 
@@ -217,17 +202,17 @@ describe('authorization code with PKCE', () => {
     const refreshed = await server.atrium.http!.inject({
       method: 'POST',
       url: '/oauth/token/refresh',
-      payload: { refresh_token: tokens.refresh_token, client_id: confidential.client_id },
+      payload: { refresh_token: tokens.refresh_token, client_id: flow.app.client_id },
     });
     expect(refreshed.statusCode).toBe(401);
   });
 
   it('gives parallel exchanges of one code one winner and no 500', async () => {
     const { verifier, challenge } = pkce();
-    const code = await codeFor(confidential.client_id, challenge);
+    const code = await codeFor(flow.app.client_id, challenge);
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
-        exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, confidential),
+        exchange({ code, redirect_uri: REDIRECT, code_verifier: verifier }, flow.app),
       ),
     );
     const statuses = results.map((r) => r.statusCode).sort();
@@ -235,19 +220,10 @@ describe('authorization code with PKCE', () => {
   });
 
   async function codeFor(clientId: string, challenge: string, scope = 'profile:read'): Promise<string> {
-    const res = await authorizeThroughForm(
-      server.atrium,
-      {
-        response_type: 'code',
-        client_id: clientId,
-        redirect_uri: REDIRECT,
-        scope,
-        state: 's',
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-      },
-      { username: user.handle, password: user.password },
-    );
+    const res = await authorizeThroughForm(server.atrium, authorizeQuery(clientId, challenge, { scope }), {
+      username: flow.user.handle,
+      password: flow.user.password,
+    });
     expect(res.statusCode).toBe(302);
     return new URL(res.headers.location as string).searchParams.get('code')!;
   }

@@ -223,6 +223,30 @@ export function codeFlowParties(server: OAuthTestServer): CodeFlowParties {
   }));
 }
 
+/**
+ * The claims of an access token as the server issues it to the code flow's app for its user:
+ * profile:read, 15 minutes from now, a fresh jti. `extra` replaces or adds claims.
+ */
+export function accessClaims(
+  server: OAuthTestServer,
+  flow: CodeFlowParties,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    iss: server.url,
+    aud: server.url,
+    sub: flow.user.id,
+    client_id: flow.app.client_id,
+    scope: 'profile:read',
+    type: 'access',
+    iat: now,
+    exp: now + 900,
+    jti: `jti-${Math.random()}`,
+    ...extra,
+  };
+}
+
 /** An OAuth server for the enclosing describe block and the parties of the code flow on it. */
 export function codeFlowSuite(
   env: Record<string, string> = {},

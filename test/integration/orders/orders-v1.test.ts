@@ -1,13 +1,13 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { advanceTo, type Catalogue, type Headers, orderBody, request, startShop } from './fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { startTestAtrium } from '../../helpers/atrium.js';
+import { advanceTo, orderBody, request, shopForSuite } from './fixtures.js';
 
 describe('/api/v1 orders: the deprecated version', () => {
-  let atrium: TestAtrium;
-  let cat: Catalogue;
-  let owner: Headers;
-  let admin: Headers;
+  const shop = shopForSuite({ V1_SUNSET: '2027-01-31' });
+  /** A PENDING order of orderBody's items, created through v1 by the shop's owner; its v1 body. */
+  const createV1 = async () =>
+    (await request(shop.atrium, 'POST', '/api/v1/orders', shop.owner, orderBody(shop.cat))).json();
   const SUNSET = 'Sun, 31 Jan 2027 00:00:00 GMT';
 
   const expectDeprecated = (res: LightMyRequestResponse, successor: string) => {
@@ -16,20 +16,13 @@ describe('/api/v1 orders: the deprecated version', () => {
     expect(res.headers.link).toBe(`<${successor}>; rel="successor-version"`);
   };
 
-  beforeAll(async () => {
-    ({ atrium, cat, owner, admin } = await startShop({ V1_SUNSET: '2027-01-31' }));
-  });
-  afterAll(async () => {
-    await atrium.stop();
-  });
-
   it('creates with the v1 representation, a v1 Location and the deprecation headers', async () => {
     const res = await request(
-      atrium,
+      shop.atrium,
       'POST',
       '/api/v1/orders',
-      owner,
-      orderBody(cat, { coupon_code: 'TENOFF' }),
+      shop.owner,
+      orderBody(shop.cat, { coupon_code: 'TENOFF' }),
     );
     expect(res.statusCode).toBe(201);
     const body = res.json();
@@ -39,44 +32,44 @@ describe('/api/v1 orders: the deprecated version', () => {
   });
 
   it('reads one order as {id, amount, status}, linking to the v2 path of the same order', async () => {
-    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
-    const res = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, owner);
+    const created = await createV1();
+    const res = await request(shop.atrium, 'GET', `/api/v1/orders/${created.id}`, shop.owner);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ id: created.id, amount: '28.99', status: 'PENDING' });
     expectDeprecated(res, `/api/v2/orders/${created.id}`);
-    const v2 = await request(atrium, 'GET', `/api/v2/orders/${created.id}`, owner);
+    const v2 = await request(shop.atrium, 'GET', `/api/v2/orders/${created.id}`, shop.owner);
     expect(v2.json().amount_cents).toBe(2899);
     expect(v2.headers.deprecation).toBeUndefined();
     expect(v2.headers.sunset).toBeUndefined();
   });
 
   it('formats amounts with exactly two fraction digits', async () => {
-    const cheap = await atrium.services.core.products.create({ name: 'Penny sweet', priceCents: 5 });
+    const cheap = await shop.atrium.services.core.products.create({ name: 'Penny sweet', priceCents: 5 });
     const created = (
       await request(
-        atrium,
+        shop.atrium,
         'POST',
         '/api/v1/orders',
-        owner,
-        orderBody(cat, { items: [{ product_id: cheap.id, quantity: 1 }] }),
+        shop.owner,
+        orderBody(shop.cat, { items: [{ product_id: cheap.id, quantity: 1 }] }),
       )
     ).json();
     expect(created.amount).toBe('0.05');
-    const round = await atrium.services.core.products.create({ name: 'Round', priceCents: 1000 });
+    const round = await shop.atrium.services.core.products.create({ name: 'Round', priceCents: 1000 });
     const ten = (
       await request(
-        atrium,
+        shop.atrium,
         'POST',
         '/api/v1/orders',
-        owner,
-        orderBody(cat, { items: [{ product_id: round.id, quantity: 7 }] }),
+        shop.owner,
+        orderBody(shop.cat, { items: [{ product_id: round.id, quantity: 7 }] }),
       )
     ).json();
     expect(ten.amount).toBe('70.00');
   });
 
   it('lists in the v1 representation within the same envelope', async () => {
-    const res = await request(atrium, 'GET', '/api/v1/orders?limit=2', owner);
+    const res = await request(shop.atrium, 'GET', '/api/v1/orders?limit=2', shop.owner);
     expect(res.statusCode).toBe(200);
     const page = res.json();
     expect(page.pagination).toMatchObject({ limit: 2, has_more: true });
@@ -86,31 +79,35 @@ describe('/api/v1 orders: the deprecated version', () => {
   });
 
   it('mirrors items, changes and actions, each with the headers', async () => {
-    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
-    const items = await request(atrium, 'GET', `/api/v1/orders/${created.id}/items`, owner);
-    expect(items.json().data[0]).toMatchObject({ product_id: cat.widget, quantity: 2, unit_price: '12.50' });
+    const created = await createV1();
+    const items = await request(shop.atrium, 'GET', `/api/v1/orders/${created.id}/items`, shop.owner);
+    expect(items.json().data[0]).toMatchObject({
+      product_id: shop.cat.widget,
+      quantity: 2,
+      unit_price: '12.50',
+    });
     expectDeprecated(items, `/api/v2/orders/${created.id}/items`);
-    const added = await request(atrium, 'POST', `/api/v1/orders/${created.id}/items`, owner, {
-      product_id: cat.gadget,
+    const added = await request(shop.atrium, 'POST', `/api/v1/orders/${created.id}/items`, shop.owner, {
+      product_id: shop.cat.gadget,
       quantity: 1,
     });
     expect(added.statusCode).toBe(201);
     expect(added.headers.location).toMatch(new RegExp(`^/api/v1/orders/${created.id}/items/itm_`));
-    const patched = await request(atrium, 'PATCH', `/api/v1/orders/${created.id}`, owner, {
+    const patched = await request(shop.atrium, 'PATCH', `/api/v1/orders/${created.id}`, shop.owner, {
       coupon_code: 'FIVEBUCKS',
     });
     expect(patched.json()).toEqual({ id: created.id, amount: '27.98', status: 'PENDING' });
-    await advanceTo(atrium, admin, created.id, 'SHIPPED');
-    const refund = await request(atrium, 'POST', `/api/v1/orders/${created.id}/refund`, owner);
+    await advanceTo(shop.atrium, shop.admin, created.id, 'SHIPPED');
+    const refund = await request(shop.atrium, 'POST', `/api/v1/orders/${created.id}/refund`, shop.owner);
     expect(refund.statusCode).toBe(204);
     expectDeprecated(refund, `/api/v2/orders/${created.id}/refund`);
   });
 
   it('conditional GET works on v1 as well', async () => {
-    const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
-    const first = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, owner);
-    const again = await request(atrium, 'GET', `/api/v1/orders/${created.id}`, {
-      ...owner,
+    const created = await createV1();
+    const first = await request(shop.atrium, 'GET', `/api/v1/orders/${created.id}`, shop.owner);
+    const again = await request(shop.atrium, 'GET', `/api/v1/orders/${created.id}`, {
+      ...shop.owner,
       'if-none-match': String(first.headers.etag),
     });
     expect(again.statusCode).toBe(304);
@@ -141,25 +138,25 @@ describe('/api/v1 orders: the deprecated version', () => {
         '/api/v2/widgets/7',
       ],
     ] as const)('%s', async (_name, method, url, who, body, status, successor) => {
-      const headers = who === 'owner' ? owner : {};
-      const res = await request(atrium, method, url, headers, body);
+      const headers = who === 'owner' ? shop.owner : {};
+      const res = await request(shop.atrium, method, url, headers, body);
       expect(res.statusCode).toBe(status);
       expectDeprecated(res, successor);
     });
 
     it('409 for a forbidden transition', async () => {
-      const created = (await request(atrium, 'POST', '/api/v1/orders', owner, orderBody(cat))).json();
-      await request(atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, owner);
-      const res = await request(atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, owner);
+      const created = await createV1();
+      await request(shop.atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, shop.owner);
+      const res = await request(shop.atrium, 'POST', `/api/v1/orders/${created.id}/cancel`, shop.owner);
       expect(res.statusCode).toBe(409);
       expectDeprecated(res, `/api/v2/orders/${created.id}/cancel`);
     });
 
     it('429 once the rate limit is spent', async () => {
-      const free = await atrium.caller({ tier: 'free' });
-      let last = await request(atrium, 'GET', '/api/v1/orders', free.headers);
+      const free = await shop.atrium.caller({ tier: 'free' });
+      let last = await request(shop.atrium, 'GET', '/api/v1/orders', free.headers);
       for (let i = 0; i < 100 && last.statusCode !== 429; i++) {
-        last = await request(atrium, 'GET', '/api/v1/orders', free.headers);
+        last = await request(shop.atrium, 'GET', '/api/v1/orders', free.headers);
       }
       expect(last.statusCode).toBe(429);
       expect(last.json().error).toBe('rate_limit_exceeded');
@@ -167,9 +164,9 @@ describe('/api/v1 orders: the deprecated version', () => {
     });
 
     it('a revoked key', async () => {
-      const caller = await atrium.caller();
-      await atrium.services.apiKeys.revoke(caller.keyId);
-      const res = await request(atrium, 'GET', '/api/v1/orders', caller.headers);
+      const caller = await shop.atrium.caller();
+      await shop.atrium.services.apiKeys.revoke(caller.keyId);
+      const res = await request(shop.atrium, 'GET', '/api/v1/orders', caller.headers);
       expect(res.statusCode).toBe(401);
       expect(res.json().error).toBe('invalid_api_key');
       expectDeprecated(res, '/api/v2/orders');
@@ -192,7 +189,7 @@ describe('/api/v1 orders: the deprecated version', () => {
   });
 
   it('the successor link keeps the path encoded', async () => {
-    const res = await request(atrium, 'GET', '/api/v1/orders/a%3Eb', owner);
+    const res = await request(shop.atrium, 'GET', '/api/v1/orders/a%3Eb', shop.owner);
     expect(res.statusCode).toBe(404);
     expect(res.headers.link).toBe('</api/v2/orders/a%3Eb>; rel="successor-version"');
   });
