@@ -241,6 +241,10 @@ export function errorLocations(surface: Surface, indent: string): string {
     const lines = [
       `location = ${pageUri(surface, e.status)} {`,
       '    internal;',
+      // HTTP/2 (gRPC): answering discards the request body, and over HTTP/2 that reads it against
+      // this location's limit; a body refused for its size (413) would be refused again, and nginx
+      // would send its HTML 413 instead of this page. The body is discarded, never stored.
+      ...(surface === 'grpc' ? ['    client_max_body_size 0;'] : []),
       `    default_type "${page.contentType}";`,
       ...Object.entries(headers).map(([k, v]) => `    add_header ${k} "${v}" always;`),
       surface === 'grpc' ? '    return 200;' : `    return ${e.status} '${page.body}';`,

@@ -96,3 +96,15 @@ export const unauthenticated = (): GraphQLError =>
 
 export const badUserInput = (message: string, field?: string): GraphQLError =>
   graphQLError('BAD_USER_INPUT', message, field === undefined ? {} : { field });
+
+/**
+ * An error Fastify raises on a GraphQL path before GraphQL runs (a body over BODY_LIMIT_BYTES: 413)
+ * as a GraphQL response, `{ errors: [{ message, extensions: { code } }] }`, not REST's body: what a
+ * GraphQL client parses, and what nginx answers for a body over its own limit on /graphql
+ * (src/cluster/nginx-errors.ts), so a client meets one shape whichever limit a body crosses.
+ */
+export function graphQLErrorBody(err: DomainError, rest: { message: string }): unknown {
+  const code = GRAPHQL_CODE[err.code];
+  const message = code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : rest.message;
+  return { errors: [{ message, extensions: { code } }] };
+}

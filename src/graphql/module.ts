@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../compose.js';
+import { sendError } from '../http/errors.js';
 import type { RouteModule } from '../http/routes.js';
+import { graphQLErrorBody } from './errors.js';
 import { createPersistedQueries } from './pipeline/persisted.js';
 import { enterRequestScope } from '../domain/request-scope.js';
 import { requestScopeOf } from '../http/plugins/request-context.js';
@@ -34,6 +36,10 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
     // scope only collects it, so the body limit (413) still applies.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    // What reaches Fastify's error handler here (the 413) answers as a GraphQL error, not REST's body.
+    scope.setErrorHandler((err, request, reply) =>
+      sendError(request, reply, err, undefined, graphQLErrorBody),
+    );
 
     scope.route({
       url: '/graphql',

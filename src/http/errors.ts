@@ -249,16 +249,20 @@ function dialectOf(request: FastifyRequest): ((code: ErrorCode) => boolean) | un
   return undefined;
 }
 
+/** An API whose errors are not REST's body (GraphQL) turns the REST body into its own. */
+export type ErrorShape = (err: DomainError, body: ErrorBody) => unknown;
+
 /**
  * Sends an error in the spec's shape; 5xx are logged with their cause and never show it.
  * `upperCase` says which codes this API names in upper case; by default the dialect registered
- * for the request's path (the user API's resource errors).
+ * for the request's path (the user API's resource errors). `shape`, when given, writes the body.
  */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
   thrown: unknown,
   upperCase: ((code: ErrorCode) => boolean) | undefined = dialectOf(request),
+  shape?: ErrorShape,
 ): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
@@ -269,5 +273,8 @@ export function sendError(
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);
   const headers = err.meta.headers;
   if (headers && typeof headers === 'object') reply.headers(headers as Record<string, string>);
-  return reply.code(status).type('application/json; charset=utf-8').send(body);
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(shape ? shape(err, body) : body);
 }

@@ -1,3 +1,4 @@
+import * as http2 from 'node:http2';
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -167,6 +168,32 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
     expect(((await replaced.json()) as { request_id: string }).request_id).toBe(
       replaced.headers.get('x-request-id'),
     );
+  });
+
+  it("gRPC: a message over nginx's 1 MB sent with a content-length is RESOURCE_EXHAUSTED, not an HTTP 413", async () => {
+    // grpc-go, connect-go and so `buf curl` send content-length on a unary call: nginx refuses the
+    // body at once, and its error page, discarding that body, met the limit again (HTML 413).
+    const size = 1_100_000;
+    const session = http2.connect(`http://${env.cluster.grpcAddress}`);
+    try {
+      const headers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/users.v1.UserService/UpdateUser',
+          'content-type': 'application/grpc',
+          'content-length': String(size),
+          te: 'trailers',
+        });
+        stream.on('response', resolve);
+        stream.on('error', reject);
+        stream.end(Buffer.alloc(size));
+      });
+      expect(headers[':status']).toBe(200);
+      expect(headers['content-type']).toBe('application/grpc');
+      expect(headers['grpc-status']).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
+    } finally {
+      session.close();
+    }
   });
 
   it('gRPC with its instance down: UNAVAILABLE as a gRPC status, never an HTML page', async () => {
