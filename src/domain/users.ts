@@ -182,9 +182,12 @@ export class UserService {
     );
   }
 
-  /** A live user, or not_found (deleted users are not found). */
-  async get(id: string): Promise<User> {
-    return toUser(await liveUser(this.deps.store.db, this.deps.store.dialect, id));
+  /**
+   * A live user, or not_found (deleted users are not found). `seen` holds users this call has
+   * already read (its caller, by authentication): one of them is answered without a second read.
+   */
+  async get(id: string, seen?: RequestUsers | null): Promise<User> {
+    return seen?.known(id) ?? toUser(await liveUser(this.deps.store.db, this.deps.store.dialect, id));
   }
 
   /** Batch read for data loaders; missing ids are absent from the map. */
@@ -224,7 +227,7 @@ export class UserService {
    * not_found. `seen` holds users this call has already read (its caller, by authentication).
    */
   async read(viewer: Viewer, id: string, seen?: RequestUsers): Promise<User> {
-    const user = seen?.known(id) ?? (await this.get(id));
+    const user = await this.get(id, seen);
     assertMayReadUser(viewer, id);
     return user;
   }

@@ -97,11 +97,11 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         const principal = principalOf(request);
         const id = request.params.user_id;
         // Missing users answer 404 to everyone: ids are unguessable, so this reveals nothing.
-        // A caller reading themself by API key was read by authentication a moment ago: that row is
-        // as fresh as another read, and saves the lookup on PostgreSQL without Redis, where every
-        // read is a miss.
+        // A caller reading themself by API key was read by authentication a moment ago (request.users):
+        // the core answers from that row, which saves the lookup on PostgreSQL without Redis, where
+        // every read is a miss.
         const { json, hit } = await cached.read(id, async () =>
-          JSON.stringify(restUser(request.users?.known(id) ?? (await core.users.get(id)))),
+          JSON.stringify(restUser(await core.users.get(id, request.users))),
         );
         assertMayReadUser(toActor(principal), id);
         reply.header('cache-control', USER_CACHE_CONTROL).header('x-cache', hit ? 'HIT' : 'MISS');
