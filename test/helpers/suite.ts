@@ -6,7 +6,8 @@ import { afterAll, beforeAll } from 'vitest';
  *
  * The object returned stands for it and can be kept in a `const` while tests are collected; reading
  * a field from it before the beforeAll ran (while collecting, say) throws instead of giving
- * `undefined`.
+ * `undefined`. Methods read from it are bound to the fixture itself, so a class with `#private`
+ * fields works through it (called on the proxy, `this.#field` would throw).
  */
 export function forSuite<T extends object>(
   start: () => Promise<T>,
@@ -25,7 +26,11 @@ export function forSuite<T extends object>(
     return value;
   };
   return new Proxy({} as T, {
-    get: (_target, key) => Reflect.get(started(), key),
+    get: (_target, key) => {
+      const fixture = started();
+      const value: unknown = Reflect.get(fixture, key);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(fixture) : value;
+    },
     has: (_target, key) => Reflect.has(started(), key),
   });
 }
