@@ -12,7 +12,7 @@
  */
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { DomainError } from '../domain/errors.js';
-import { GRAPHQL_CODE } from '../graphql/errors.js';
+import { graphQLErrorBody } from '../graphql/errors.js';
 import { GRPC_STATUS } from '../grpc/errors.js';
 import { errorBody, toDomainError } from '../http/errors.js';
 import { CLIENT_REQUEST_ID } from '../http/plugins/request-context.js';
@@ -146,13 +146,11 @@ function restPage({ status, error }: NginxError): Page {
   return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(body), headers: {} };
 }
 
+/** As GraphQL answers an error that stops a request before it runs (graphql/errors.ts). */
 function graphqlPage({ error }: NginxError): Page {
-  const code = GRAPHQL_CODE[error.code];
-  // GraphQL masks an internal error's message (graphql/errors.ts); so does this.
-  const message = code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : error.message;
   return {
     contentType: 'application/json; charset=utf-8',
-    body: JSON.stringify({ errors: [{ message, extensions: { code } }] }),
+    body: JSON.stringify(graphQLErrorBody(error, { message: error.message })),
     headers: {},
   };
 }
