@@ -14,7 +14,7 @@ import {
 } from '../../../src/cluster/nginx-config.js';
 import { bodyLimitBytesFrom, ConfigError, parseConfig } from '../../../src/config/schema.js';
 import { root } from '../../helpers/cli.js';
-import { NGINX, ON_CI } from './support.js';
+import { locationBodyLimits, NGINX, ON_CI, serverBodyLimits } from './support.js';
 
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 const MiB = 1024 * 1024;
@@ -124,24 +124,24 @@ describe('deploy/: what containers run is what the cluster runs', () => {
       composeValue === undefined ? {} : { BODY_LIMIT_BYTES: composeValue },
     ).bodyLimitBytes;
     expect(COMPOSE_SITE.bodyLimitBytes).toBe(composeLimit);
-    const limits = (conf: string) =>
-      conf
-        .split(/\n(?=server \{)/)
-        .slice(1)
-        .map((block) => [...block.matchAll(/^ {4}client_max_body_size (\d+);$/gm)].map((m) => Number(m[1])));
     const deployed = read('deploy/nginx/atrium.conf');
     // One limit per server (HTTP, gRPC), none in a location that could undercut it: the only others
     // are 0 (no limit) in the gRPC error pages, which must read past a refused body to answer.
-    expect(limits(deployed)).toEqual([[nginxBodyLimit(composeLimit)], [nginxBodyLimit(composeLimit)]]);
-    const all = [...deployed.matchAll(/client_max_body_size (\d+);/g)].map((m) => Number(m[1]));
-    expect(all.filter((n) => n !== 0)).toHaveLength(2);
+    expect(serverBodyLimits(deployed)).toEqual([
+      [nginxBodyLimit(composeLimit)],
+      [nginxBodyLimit(composeLimit)],
+    ]);
+    const [httpLocations, grpcLocations] = locationBodyLimits(deployed);
+    expect(httpLocations).toEqual([]);
+    expect(grpcLocations!.length).toBeGreaterThan(0);
+    expect(grpcLocations!.filter((n) => n !== 0)).toEqual([]);
     // Above Atrium's limit by more than gRPC's 5 bytes of framing: the instance is the one to refuse.
     expect(nginxBodyLimit(composeLimit)).toBeGreaterThan(composeLimit + 5);
     expect(nginxBodyLimit(composeLimit)).toBe(composeLimit + MiB);
     // The comment says why the number is what it is, quoting the value it was rendered for.
     expect(deployed).toContain(`BODY_LIMIT_BYTES (${composeLimit})`);
     // Another value moves both servers' limits with it.
-    expect(limits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
+    expect(serverBodyLimits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
       [4 * MiB],
       [4 * MiB],
     ]);
