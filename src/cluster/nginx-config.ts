@@ -49,12 +49,17 @@ const KEEPALIVE = `    keepalive 32;
     keepalive_timeout ${UPSTREAM_KEEPALIVE_TIMEOUT_MS / 1000}s;`;
 
 /**
- * How far nginx's client_max_body_size sits above Atrium's BODY_LIMIT_BYTES. An instance is the one
- * to refuse a body or message over the limit (413 in the surface's shape, RESOURCE_EXHAUSTED with
- * the sizes); nginx only stops what no instance should have to read at all. Not equal to Atrium's:
- * nginx counts a gRPC call's whole request body, which is the message plus 5 bytes of framing (and
- * every message of a client stream, such as server reflection's), so at nginx's default (1m) or at
- * Atrium's own number nginx would refuse messages Atrium accepts, in nginx's words, not Atrium's.
+ * How far the HTTP server's client_max_body_size sits above Atrium's BODY_LIMIT_BYTES. An instance
+ * is the one to refuse a body over the limit (413 in the surface's shape); nginx only stops what no
+ * instance should have to read at all.
+ *
+ * The gRPC server sets no limit (`client_max_body_size 0`): nginx can only count a call's whole
+ * request body, the message plus 5 bytes of framing and every message of a client stream together
+ * (server reflection's), while Atrium limits each message, refusing one over BODY_LIMIT_BYTES on
+ * reading its length prefix (RESOURCE_EXHAUSTED with both sizes). A stream whose messages passed a
+ * limit of nginx's in sum, each well under Atrium's, was cut after the instance had answered
+ * headers, when nginx can only reset it: the client got INTERNAL ("Received RST_STREAM with code
+ * 2"), no status of anyone's (measured with a reflection stream; a cluster test checks).
  */
 export const BODY_LIMIT_HEADROOM_BYTES = 1024 * 1024;
 
@@ -212,12 +217,13 @@ ${(['rest', 'graphql', 'oauth', 'page'] as const).map((s) => errorLocations(s, '
 # gRPC: HTTP/2 without TLS (h2c) on both sides.
 server {
     listen ${site.grpcListen} http2;
-    # Atrium refuses a message over BODY_LIMIT_BYTES (${limit}) with its own RESOURCE_EXHAUSTED.
-    # nginx counts the whole request body, 5 bytes of gRPC framing a message more, so its default (1m)
-    # would refuse a message Atrium accepts: a backstop of BODY_LIMIT_BYTES + 1 MiB instead.
-    client_max_body_size ${backstop};
+    # Atrium refuses a message over BODY_LIMIT_BYTES (${limit}) with its own RESOURCE_EXHAUSTED, on
+    # reading its length prefix. nginx can only count a call's whole request body, every message of
+    # a client stream (server reflection's) together, and once the instance has answered headers it
+    # can only reset the stream (INTERNAL, no status): no limit here, the instance's is per message.
+    client_max_body_size 0;
 ${selector(grpc, site.grpc, dir)}    # A gRPC client reads a status from trailers, never an HTML page: what nginx answers itself
-    # (UNAVAILABLE for an instance down, RESOURCE_EXHAUSTED for a body over the limit) is one.
+    # (UNAVAILABLE for an instance down) is one, before any answer of an instance has begun.
 ${errorPages('grpc', '    ')}
     location / {
         grpc_pass grpc://$${grpc};

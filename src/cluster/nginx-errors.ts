@@ -243,7 +243,9 @@ export function errorLocations(surface: Surface, indent: string): string {
       '    internal;',
       // HTTP/2 (gRPC): answering discards the request body, and over HTTP/2 that reads it against
       // this location's limit; a body refused for its size (413) would be refused again, and nginx
-      // would send its HTML 413 instead of this page. The body is discarded, never stored.
+      // would send its HTML 413 instead of this page. The body is discarded, never stored. (The
+      // gRPC server sets no limit today, nginx-config.ts; this keeps the pages right if it ever
+      // does, for a refusal before the instance answers: after, nginx can only reset the stream.)
       ...(surface === 'grpc' ? ['    client_max_body_size 0;'] : []),
       `    default_type "${page.contentType}";`,
       ...Object.entries(headers).map(([k, v]) => `    add_header ${k} "${v}" always;`),

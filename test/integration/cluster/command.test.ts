@@ -164,10 +164,11 @@ describe(
 );
 
 describe('atrium cluster --print-nginx', { timeout: 60_000 }, () => {
-  it("renders nginx's body limit in both servers above the BODY_LIMIT_BYTES the instances would get", async () => {
+  it("renders the HTTP server's body limit above the BODY_LIMIT_BYTES the instances would get, none for gRPC", async () => {
     const result = await runCli(['cluster', '--print-nginx'], { BODY_LIMIT_BYTES: '3145728' });
     expect(result.code, result.stderr).toBe(0);
-    expect(serverBodyLimits(result.stdout)).toEqual([[4194304], [4194304]]);
+    // gRPC's 0: the grpc instance limits each message itself (nginx-config.ts).
+    expect(serverBodyLimits(result.stdout)).toEqual([[4194304], [0]]);
     // The gRPC error pages' own `client_max_body_size 0` (no limit) lets them answer a refused body.
     expect(
       locationBodyLimits(result.stdout)

@@ -116,7 +116,7 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(read('deploy/nginx/atrium.conf')).toContain('error_page 502 = /_atrium/error/rest/502;');
   });
 
-  it("sets nginx's body limit above the instances' BODY_LIMIT_BYTES, in both servers, from the same value", () => {
+  it("sets the HTTP server's body limit above the instances' BODY_LIMIT_BYTES, from the same value, and none for gRPC", () => {
     // compose.yaml's instances run with the BODY_LIMIT_BYTES it sets, or the default; atrium.conf
     // (COMPOSE_SITE) is rendered for that value.
     const composeValue = /^\s*BODY_LIMIT_BYTES:\s*"?(\d+)"?\s*$/m.exec(read('deploy/compose.yaml'))?.[1];
@@ -125,25 +125,24 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     ).bodyLimitBytes;
     expect(COMPOSE_SITE.bodyLimitBytes).toBe(composeLimit);
     const deployed = read('deploy/nginx/atrium.conf');
-    // One limit per server (HTTP, gRPC), none in a location that could undercut it: the only others
-    // are 0 (no limit) in the gRPC error pages, which must read past a refused body to answer.
-    expect(serverBodyLimits(deployed)).toEqual([
-      [nginxBodyLimit(composeLimit)],
-      [nginxBodyLimit(composeLimit)],
-    ]);
+    // One limit per server: the HTTP server's backstop, and 0 (no limit) in the gRPC server, whose
+    // instance limits each message (nginx could only count a client stream's sum, and cut it with a
+    // bare reset). None in a location that could undercut them: the only others are 0 (no limit)
+    // in the gRPC error pages, which must read past a refused body to answer.
+    expect(serverBodyLimits(deployed)).toEqual([[nginxBodyLimit(composeLimit)], [0]]);
     const [httpLocations, grpcLocations] = locationBodyLimits(deployed);
     expect(httpLocations).toEqual([]);
     expect(grpcLocations!.length).toBeGreaterThan(0);
     expect(grpcLocations!.filter((n) => n !== 0)).toEqual([]);
-    // Above Atrium's limit by more than gRPC's 5 bytes of framing: the instance is the one to refuse.
-    expect(nginxBodyLimit(composeLimit)).toBeGreaterThan(composeLimit + 5);
+    // Above Atrium's limit: the instance is the one to refuse, in the surface's shape.
     expect(nginxBodyLimit(composeLimit)).toBe(composeLimit + MiB);
-    // The comment says why the number is what it is, quoting the value it was rendered for.
+    // The comments say why the numbers are what they are, quoting the value they were rendered for.
     expect(deployed).toContain(`BODY_LIMIT_BYTES (${composeLimit})`);
-    // Another value moves both servers' limits with it.
+    expect(deployed.match(/BODY_LIMIT_BYTES \(\d+\)/g)).toHaveLength(2);
+    // Another value moves the HTTP server's limit with it.
     expect(serverBodyLimits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
       [4 * MiB],
-      [4 * MiB],
+      [0],
     ]);
   });
 
