@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
 import { nginxBodyLimit } from '../../../src/cluster/nginx-config.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
-import { missingPrerequisite, startTestCluster, type TestCluster } from './support.js';
+import { missingPrerequisite, startTestCluster, type TestCluster, until } from './support.js';
 
 /**
  * nginx's limits as real clients meet them: a gRPC client stream whose messages, each under
@@ -44,8 +44,11 @@ interface StreamResult {
   error?: grpc.ServiceError;
 }
 
-/** One reflection stream: `sizes.length` list_services requests, each padded by `host` to its size. */
-async function reflectionStream(address: string, sizes: number[]): Promise<StreamResult> {
+/**
+ * One reflection stream: `sizes.length` list_services requests, each padded by `host` to its size;
+ * `inTurn`, each written once the one before is answered (otherwise as fast as the stream takes them).
+ */
+async function reflectionStream(address: string, sizes: number[], inTurn = false): Promise<StreamResult> {
   const client = new reflection.grpc.reflection.v1.ServerReflection(
     address,
     grpc.credentials.createInsecure(),
@@ -67,7 +70,8 @@ async function reflectionStream(address: string, sizes: number[]): Promise<Strea
         result.error = error;
       });
     });
-    for (const size of sizes) {
+    for (const [i, size] of sizes.entries()) {
+      if (inTurn) await until(() => result.answers >= i || result.status !== undefined);
       // `host` (field 1: a tag byte and a 3-byte length for 16 KiB to 2 MiB) pads the request to
       // `size` bytes; `list_services: ''` (field 7) is a tag byte and a zero length.
       const padding = size - 1 - 3 - 2;
@@ -113,7 +117,11 @@ describe.skipIf(skip)('nginx limits, as real clients meet them', { timeout: 300_
   it('gRPC: a message over BODY_LIMIT_BYTES in a client stream is the instance’s RESOURCE_EXHAUSTED', async () => {
     // After messages the instance has answered: the refusal is a gRPC status in trailers all the
     // same, never a reset or an HTML page.
-    const result = await reflectionStream(env.cluster.grpcAddress, [LIMIT - 1024, LIMIT - 1024, LIMIT + 1]);
+    const result = await reflectionStream(
+      env.cluster.grpcAddress,
+      [LIMIT - 1024, LIMIT - 1024, LIMIT + 1],
+      true,
+    );
     expect(result.answers).toBe(2);
     expect(result.error?.code, result.error?.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(result.error?.details).toBe(`Received message larger than max (${LIMIT + 1} vs ${LIMIT})`);
