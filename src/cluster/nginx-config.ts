@@ -63,6 +63,17 @@ const KEEPALIVE = `    keepalive 32;
  */
 export const BODY_LIMIT_HEADROOM_BYTES = 1024 * 1024;
 
+/**
+ * How long a client of the HTTP server may take to send its request head, and may pause between
+ * two reads of its body, in seconds (client_header_timeout, client_body_timeout). nginx's default
+ * of 60 s lets a client that stalls (or a slowloris) hold a connection and a buffer a minute per
+ * request; 10 s is ample for a client that is sending at all. nginx reads a body whole before
+ * passing it on, so an instance never waits on it. Past either, nginx closes the connection without
+ * answering: it never sends a 408 (an error_page for one is never used; nginx-errors.ts has none).
+ * Not set for gRPC, whose client streams may rightly pause longer between messages.
+ */
+export const CLIENT_TIMEOUT_S = 10;
+
 /** nginx's client_max_body_size for instances whose BODY_LIMIT_BYTES is `bodyLimitBytes`. */
 export const nginxBodyLimit = (bodyLimitBytes: number): number => bodyLimitBytes + BODY_LIMIT_HEADROOM_BYTES;
 
@@ -161,6 +172,10 @@ server {
     # asked. nginx's limit is only a backstop above it, BODY_LIMIT_BYTES + 1 MiB: change the two
     # together (src/cluster/nginx-config.ts, docs/deployment.md).
     client_max_body_size ${backstop};
+    # A client stalled this long on its request head, or between two reads of its body, is dropped:
+    # the connection closes without an answer (nginx sends no 408; src/cluster/nginx-config.ts).
+    client_header_timeout ${CLIENT_TIMEOUT_S}s;
+    client_body_timeout ${CLIENT_TIMEOUT_S}s;
     # An instance whose file exists in ${dir} gets nothing new (src/cluster/nginx-config.ts).
 ${api ? selector(api, site.api, dir) : ''}${auth ? selector(auth, site.auth, dir) : ''}    # After a client connection's last kept-alive request (keepalive_requests, 1000) nginx answers
     # "Connection: close" and closes. A client that has already written its next request would get a

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
 import { DEFAULT_LAYOUT, planLayout } from '../../../src/cluster/layout.js';
 import {
+  CLIENT_TIMEOUT_S,
   COMPOSE_SITE,
   nginxBodyLimit,
   OUT_OF_ROTATION_DIR,
@@ -52,6 +53,14 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(conf).toMatch(/upstream atrium_grpc \{[^}]*\}/);
     expect(conf.match(/upstream atrium_grpc \{[^}]*\}/)![0]).not.toContain('keepalive');
     expect(conf).toContain('lingering_close always;');
+    // A stalled client is let go in 10 s (nginx's default is 60 s), in the HTTP server only: a gRPC
+    // client stream may rightly pause longer between messages.
+    const [httpServer, grpcServer] = conf.split(/\n(?=server \{)/).slice(1) as [string, string];
+    expect(httpServer).toContain(
+      `    client_header_timeout ${CLIENT_TIMEOUT_S}s;\n    client_body_timeout ${CLIENT_TIMEOUT_S}s;\n`,
+    );
+    expect(CLIENT_TIMEOUT_S).toBe(10);
+    expect(grpcServer).not.toMatch(/client_(header|body)_timeout/);
     expect(conf).toMatch(
       /location = \/graphql \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*Connection \$atrium_connection;/,
     );
@@ -83,7 +92,8 @@ describe('deploy/: what containers run is what the cluster runs', () => {
 
   it("answers its own errors in each surface's shape: no request can reach nginx's HTML page", () => {
     const conf = renderNginxSite(COMPOSE_SITE);
-    const statuses = [400, 404, 408, 413, 414, 494, 500, 502, 503, 504];
+    // Not 408: nginx never answers one (it closes the connection), so a page for it is never used.
+    const statuses = [400, 404, 413, 414, 494, 500, 502, 503, 504];
     const blocks = conf.split(/\n(?=server \{)/).slice(1);
     const [http, grpcServer] = blocks as [string, string];
     // Server-level pages for everything that fails before a location is chosen (REST's shape).
@@ -113,6 +123,7 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(conf).toContain('proxy_set_header X-Request-Id $atrium_request_id;');
     expect(conf).toContain('grpc_set_header X-Request-Id $atrium_request_id;');
     expect(conf).not.toMatch(/@atrium/);
+    expect(conf).not.toMatch(/error_page 408 /);
     expect(read('deploy/nginx/atrium.conf')).toContain('error_page 502 = /_atrium/error/rest/502;');
   });
 

@@ -1,15 +1,17 @@
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
-import { nginxBodyLimit } from '../../../src/cluster/nginx-config.js';
+import { CLIENT_TIMEOUT_S, nginxBodyLimit } from '../../../src/cluster/nginx-config.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { missingPrerequisite, startTestCluster, type TestCluster, until } from './support.js';
 
 /**
  * nginx's limits as real clients meet them: a gRPC client stream whose messages, each under
- * BODY_LIMIT_BYTES, add up past the HTTP server's body backstop.
+ * BODY_LIMIT_BYTES, add up past the HTTP server's body backstop, and HTTP clients that stall in
+ * their request head or body past nginx's client timeouts.
  */
 const skip = await missingPrerequisite();
 
@@ -86,6 +88,40 @@ async function reflectionStream(address: string, sizes: number[], inTurn = false
   }
 }
 
+/**
+ * A raw HTTP/1.1 request that stops after `sent` (a head without its blank line, or a head and part
+ * of the body it announced), `then` optionally sent after `pauseMs`: what the connection received
+ * before nginx closed it, and when.
+ */
+function stalled(
+  httpUrl: string,
+  sent: string,
+  then?: { pauseMs: number; rest: string },
+): Promise<{ received: string; afterMs: number }> {
+  const { hostname, port } = new URL(httpUrl);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(sent);
+      if (then) setTimeout(() => socket.write(then.rest), then.pauseMs);
+    });
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+      // A complete answer (a body with content-length) is enough; keep-alive would hold it open.
+      const length = /\r\ncontent-length: (\d+)\r\n/i.exec(received)?.[1];
+      const body = received.indexOf('\r\n\r\n');
+      if (length !== undefined && body >= 0 && received.length >= body + 4 + Number(length)) socket.end();
+    });
+    // Closed or reset, it is the same to the client: no answer. 'close' follows an error.
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve({ received, afterMs: Date.now() - started }));
+  });
+}
+
+const post = (path: string, type: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: atrium.test\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\nX-Request-Id: stall-1\r\n\r\n`;
+
 describe.skipIf(skip)('nginx limits, as real clients meet them', { timeout: 300_000 }, () => {
   let env: TestCluster;
   beforeAll(async () => {
@@ -126,4 +162,42 @@ describe.skipIf(skip)('nginx limits, as real clients meet them', { timeout: 300_
     expect(result.error?.code, result.error?.details).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(result.error?.details).toBe(`Received message larger than max (${LIMIT + 1} vs ${LIMIT})`);
   });
+
+  it(
+    'a request stalled in its head or body: nginx closes the connection after its client timeout, without a byte',
+    { timeout: 30_000 },
+    async () => {
+      // nginx never answers 408 (whatever error_page says): past client_header_timeout or
+      // client_body_timeout it closes the connection, on every surface alike. So no surface's 408
+      // shape exists to assert; what matters is that no client gets nginx's HTML page, and that a
+      // stalled client is let go in CLIENT_TIMEOUT_S, not nginx's default 60 s.
+      const url = env.cluster.httpUrl;
+      const json = 'application/json';
+      const form = 'application/x-www-form-urlencoded';
+      const cases = {
+        head: stalled(url, 'GET /v1/users HTTP/1.1\r\nHost: atrium.test\r\n'),
+        rest: stalled(url, `${post('/api/v2/orders', json, 100)}{"a":`),
+        users: stalled(url, `${post('/v1/users', json, 100)}{"a":`),
+        graphql: stalled(url, `${post('/graphql', json, 100)}{"query":`),
+        token: stalled(url, `${post('/oauth/token', form, 100)}grant_type=`),
+        authorize: stalled(url, `${post('/authorize', form, 100)}response_type=`),
+      };
+      // A client that pauses less than the timeout between two parts of its body is answered.
+      const query = JSON.stringify({ query: '{ __typename }' });
+      const paused = stalled(url, `${post('/graphql', json, query.length)}${query.slice(0, 5)}`, {
+        pauseMs: 3000,
+        rest: query.slice(5),
+      });
+
+      for (const [name, outcome] of Object.entries(cases)) {
+        const { received, afterMs } = await outcome;
+        expect(received, name).toBe('');
+        expect(afterMs, name).toBeGreaterThanOrEqual(CLIENT_TIMEOUT_S * 1000 - 500);
+        expect(afterMs, name).toBeLessThan(CLIENT_TIMEOUT_S * 1000 + 5000);
+      }
+      const answered = await paused;
+      expect(answered.received).toMatch(/^HTTP\/1\.1 200 /);
+      expect(answered.received).toContain('{"data":{"__typename":"Query"}}');
+    },
+  );
 });
