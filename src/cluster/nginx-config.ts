@@ -49,14 +49,30 @@ const KEEPALIVE = `    keepalive 32;
     keepalive_timeout ${UPSTREAM_KEEPALIVE_TIMEOUT_MS / 1000}s;`;
 
 /**
- * How far nginx's client_max_body_size sits above Atrium's BODY_LIMIT_BYTES. An instance is the one
- * to refuse a body or message over the limit (413 in the surface's shape, RESOURCE_EXHAUSTED with
- * the sizes); nginx only stops what no instance should have to read at all. Not equal to Atrium's:
- * nginx counts a gRPC call's whole request body, which is the message plus 5 bytes of framing (and
- * every message of a client stream, such as server reflection's), so at nginx's default (1m) or at
- * Atrium's own number nginx would refuse messages Atrium accepts, in nginx's words, not Atrium's.
+ * How far the HTTP server's client_max_body_size sits above Atrium's BODY_LIMIT_BYTES. An instance
+ * is the one to refuse a body over the limit (413 in the surface's shape); nginx only stops what no
+ * instance should have to read at all.
+ *
+ * The gRPC server sets no limit (`client_max_body_size 0`): nginx can only count a call's whole
+ * request body, the message plus 5 bytes of framing and every message of a client stream together
+ * (server reflection's), while Atrium limits each message, refusing one over BODY_LIMIT_BYTES on
+ * reading its length prefix (RESOURCE_EXHAUSTED with both sizes). A stream whose messages passed a
+ * limit of nginx's in sum, each well under Atrium's, was cut after the instance had answered
+ * headers, when nginx can only reset it: the client got INTERNAL ("Received RST_STREAM with code
+ * 2"), no status of anyone's (measured with a reflection stream; a cluster test checks).
  */
 export const BODY_LIMIT_HEADROOM_BYTES = 1024 * 1024;
+
+/**
+ * How long a client of the HTTP server may take to send its request head, and may pause between
+ * two reads of its body, in seconds (client_header_timeout, client_body_timeout). nginx's default
+ * of 60 s lets a client that stalls (or a slowloris) hold a connection and a buffer a minute per
+ * request; 10 s is ample for a client that is sending at all. nginx reads a body whole before
+ * passing it on, so an instance never waits on it. Past either, nginx closes the connection without
+ * answering: it never sends a 408 (an error_page for one is never used; nginx-errors.ts has none).
+ * Not set for gRPC, whose client streams may rightly pause longer between messages.
+ */
+export const CLIENT_TIMEOUT_S = 10;
 
 /** nginx's client_max_body_size for instances whose BODY_LIMIT_BYTES is `bodyLimitBytes`. */
 export const nginxBodyLimit = (bodyLimitBytes: number): number => bodyLimitBytes + BODY_LIMIT_HEADROOM_BYTES;
@@ -156,6 +172,10 @@ server {
     # asked. nginx's limit is only a backstop above it, BODY_LIMIT_BYTES + 1 MiB: change the two
     # together (src/cluster/nginx-config.ts, docs/deployment.md).
     client_max_body_size ${backstop};
+    # A client stalled this long on its request head, or between two reads of its body, is dropped:
+    # the connection closes without an answer (nginx sends no 408; src/cluster/nginx-config.ts).
+    client_header_timeout ${CLIENT_TIMEOUT_S}s;
+    client_body_timeout ${CLIENT_TIMEOUT_S}s;
     # An instance whose file exists in ${dir} gets nothing new (src/cluster/nginx-config.ts).
 ${api ? selector(api, site.api, dir) : ''}${auth ? selector(auth, site.auth, dir) : ''}    # After a client connection's last kept-alive request (keepalive_requests, 1000) nginx answers
     # "Connection: close" and closes. A client that has already written its next request would get a
@@ -212,12 +232,13 @@ ${(['rest', 'graphql', 'oauth', 'page'] as const).map((s) => errorLocations(s, '
 # gRPC: HTTP/2 without TLS (h2c) on both sides.
 server {
     listen ${site.grpcListen} http2;
-    # Atrium refuses a message over BODY_LIMIT_BYTES (${limit}) with its own RESOURCE_EXHAUSTED.
-    # nginx counts the whole request body, 5 bytes of gRPC framing a message more, so its default (1m)
-    # would refuse a message Atrium accepts: a backstop of BODY_LIMIT_BYTES + 1 MiB instead.
-    client_max_body_size ${backstop};
+    # Atrium refuses a message over BODY_LIMIT_BYTES (${limit}) with its own RESOURCE_EXHAUSTED, on
+    # reading its length prefix. nginx can only count a call's whole request body, every message of
+    # a client stream (server reflection's) together, and once the instance has answered headers it
+    # can only reset the stream (INTERNAL, no status): no limit here, the instance's is per message.
+    client_max_body_size 0;
 ${selector(grpc, site.grpc, dir)}    # A gRPC client reads a status from trailers, never an HTML page: what nginx answers itself
-    # (UNAVAILABLE for an instance down, RESOURCE_EXHAUSTED for a body over the limit) is one.
+    # (UNAVAILABLE for an instance down) is one, before any answer of an instance has begun.
 ${errorPages('grpc', '    ')}
     location / {
         grpc_pass grpc://$${grpc};

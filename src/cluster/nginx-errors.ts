@@ -1,10 +1,13 @@
 /**
  * What nginx answers when it answers itself: a role down or not yet up (502, 504), a `return 503`
  * for a role the layout has none of, a body over client_max_body_size (413), a request nginx cannot
- * parse (400, 408, 414, 494). Without these pages a client gets nginx's HTML page where Atrium's
- * surfaces promise a JSON error, a GraphQL error or a gRPC status. Every body is built from the
- * tables Atrium itself answers with (REST's errorBody and user-API dialect, GraphQL's and gRPC's
- * code tables, the token server's OAuth errors), so nginx says what an instance would have said.
+ * parse (400, 414, 494). Not 408: nginx never sends one, whatever error_page says; a client that
+ * stalls past client_header_timeout or client_body_timeout gets the connection closed without a
+ * byte (nginx-config.ts, CLIENT_TIMEOUT_S; a cluster test checks). Without these pages a client
+ * gets nginx's HTML page where Atrium's surfaces promise a JSON error, a GraphQL error or a gRPC
+ * status. Every body is built from the tables Atrium itself answers with (REST's errorBody and
+ * user-API dialect, GraphQL's and gRPC's code tables, the token server's OAuth errors), so nginx
+ * says what an instance would have said.
  *
  * The pages are internal locations reached by `error_page <status> = <uri>`, not named locations:
  * nginx cannot redirect a request whose request line it could not parse to a named location
@@ -53,7 +56,6 @@ const unavailable = (status: number, message: string) =>
 const ERRORS: NginxError[] = [
   { raised: [400], status: 400, error: asAtrium(400) },
   { raised: [404], status: 404, error: new DomainError('not_found', 'No such route or resource.') },
-  { raised: [408], status: 408, error: asAtrium(408) },
   { raised: [413], status: 413, error: asAtrium(413) },
   // A request line or header over nginx's buffers: what Atrium's own HTTP parser answers for a head
   // over its limit (431), rather than nginx's non-standard 494 or a 414 naming only the line.
@@ -83,7 +85,6 @@ function statusText(status: number): string {
   return (
     {
       400: 'Bad Request',
-      408: 'Request Timeout',
       413: 'Payload Too Large',
       431: 'Request Header Fields Too Large',
       500: 'Internal Server Error',
@@ -241,7 +242,9 @@ export function errorLocations(surface: Surface, indent: string): string {
       '    internal;',
       // HTTP/2 (gRPC): answering discards the request body, and over HTTP/2 that reads it against
       // this location's limit; a body refused for its size (413) would be refused again, and nginx
-      // would send its HTML 413 instead of this page. The body is discarded, never stored.
+      // would send its HTML 413 instead of this page. The body is discarded, never stored. (The
+      // gRPC server sets no limit today, nginx-config.ts; this keeps the pages right if it ever
+      // does, for a refusal before the instance answers: after, nginx can only reset the stream.)
       ...(surface === 'grpc' ? ['    client_max_body_size 0;'] : []),
       `    default_type "${page.contentType}";`,
       ...Object.entries(headers).map(([k, v]) => `    add_header ${k} "${v}" always;`),

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
 import { DEFAULT_LAYOUT, planLayout } from '../../../src/cluster/layout.js';
 import {
+  CLIENT_TIMEOUT_S,
   COMPOSE_SITE,
   nginxBodyLimit,
   OUT_OF_ROTATION_DIR,
@@ -14,7 +15,7 @@ import {
 } from '../../../src/cluster/nginx-config.js';
 import { bodyLimitBytesFrom, ConfigError, parseConfig } from '../../../src/config/schema.js';
 import { root } from '../../helpers/cli.js';
-import { NGINX, ON_CI } from './support.js';
+import { locationBodyLimits, NGINX, ON_CI, serverBodyLimits } from './support.js';
 
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 const MiB = 1024 * 1024;
@@ -52,6 +53,14 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(conf).toMatch(/upstream atrium_grpc \{[^}]*\}/);
     expect(conf.match(/upstream atrium_grpc \{[^}]*\}/)![0]).not.toContain('keepalive');
     expect(conf).toContain('lingering_close always;');
+    // A stalled client is let go in 10 s (nginx's default is 60 s), in the HTTP server only: a gRPC
+    // client stream may rightly pause longer between messages.
+    const [httpServer, grpcServer] = conf.split(/\n(?=server \{)/).slice(1) as [string, string];
+    expect(httpServer).toContain(
+      `    client_header_timeout ${CLIENT_TIMEOUT_S}s;\n    client_body_timeout ${CLIENT_TIMEOUT_S}s;\n`,
+    );
+    expect(CLIENT_TIMEOUT_S).toBe(10);
+    expect(grpcServer).not.toMatch(/client_(header|body)_timeout/);
     expect(conf).toMatch(
       /location = \/graphql \{[^}]*proxy_set_header Upgrade \$http_upgrade;[^}]*Connection \$atrium_connection;/,
     );
@@ -83,7 +92,8 @@ describe('deploy/: what containers run is what the cluster runs', () => {
 
   it("answers its own errors in each surface's shape: no request can reach nginx's HTML page", () => {
     const conf = renderNginxSite(COMPOSE_SITE);
-    const statuses = [400, 404, 408, 413, 414, 494, 500, 502, 503, 504];
+    // Not 408: nginx never answers one (it closes the connection), so a page for it is never used.
+    const statuses = [400, 404, 413, 414, 494, 500, 502, 503, 504];
     const blocks = conf.split(/\n(?=server \{)/).slice(1);
     const [http, grpcServer] = blocks as [string, string];
     // Server-level pages for everything that fails before a location is chosen (REST's shape).
@@ -113,10 +123,11 @@ describe('deploy/: what containers run is what the cluster runs', () => {
     expect(conf).toContain('proxy_set_header X-Request-Id $atrium_request_id;');
     expect(conf).toContain('grpc_set_header X-Request-Id $atrium_request_id;');
     expect(conf).not.toMatch(/@atrium/);
+    expect(conf).not.toMatch(/error_page 408 /);
     expect(read('deploy/nginx/atrium.conf')).toContain('error_page 502 = /_atrium/error/rest/502;');
   });
 
-  it("sets nginx's body limit above the instances' BODY_LIMIT_BYTES, in both servers, from the same value", () => {
+  it("sets the HTTP server's body limit above the instances' BODY_LIMIT_BYTES, from the same value, and none for gRPC", () => {
     // compose.yaml's instances run with the BODY_LIMIT_BYTES it sets, or the default; atrium.conf
     // (COMPOSE_SITE) is rendered for that value.
     const composeValue = /^\s*BODY_LIMIT_BYTES:\s*"?(\d+)"?\s*$/m.exec(read('deploy/compose.yaml'))?.[1];
@@ -124,26 +135,25 @@ describe('deploy/: what containers run is what the cluster runs', () => {
       composeValue === undefined ? {} : { BODY_LIMIT_BYTES: composeValue },
     ).bodyLimitBytes;
     expect(COMPOSE_SITE.bodyLimitBytes).toBe(composeLimit);
-    const limits = (conf: string) =>
-      conf
-        .split(/\n(?=server \{)/)
-        .slice(1)
-        .map((block) => [...block.matchAll(/^ {4}client_max_body_size (\d+);$/gm)].map((m) => Number(m[1])));
     const deployed = read('deploy/nginx/atrium.conf');
-    // One limit per server (HTTP, gRPC), none in a location that could undercut it: the only others
-    // are 0 (no limit) in the gRPC error pages, which must read past a refused body to answer.
-    expect(limits(deployed)).toEqual([[nginxBodyLimit(composeLimit)], [nginxBodyLimit(composeLimit)]]);
-    const all = [...deployed.matchAll(/client_max_body_size (\d+);/g)].map((m) => Number(m[1]));
-    expect(all.filter((n) => n !== 0)).toHaveLength(2);
-    // Above Atrium's limit by more than gRPC's 5 bytes of framing: the instance is the one to refuse.
-    expect(nginxBodyLimit(composeLimit)).toBeGreaterThan(composeLimit + 5);
+    // One limit per server: the HTTP server's backstop, and 0 (no limit) in the gRPC server, whose
+    // instance limits each message (nginx could only count a client stream's sum, and cut it with a
+    // bare reset). None in a location that could undercut them: the only others are 0 (no limit)
+    // in the gRPC error pages, which must read past a refused body to answer.
+    expect(serverBodyLimits(deployed)).toEqual([[nginxBodyLimit(composeLimit)], [0]]);
+    const [httpLocations, grpcLocations] = locationBodyLimits(deployed);
+    expect(httpLocations).toEqual([]);
+    expect(grpcLocations!.length).toBeGreaterThan(0);
+    expect(grpcLocations!.filter((n) => n !== 0)).toEqual([]);
+    // Above Atrium's limit: the instance is the one to refuse, in the surface's shape.
     expect(nginxBodyLimit(composeLimit)).toBe(composeLimit + MiB);
-    // The comment says why the number is what it is, quoting the value it was rendered for.
+    // The comments say why the numbers are what they are, quoting the value they were rendered for.
     expect(deployed).toContain(`BODY_LIMIT_BYTES (${composeLimit})`);
-    // Another value moves both servers' limits with it.
-    expect(limits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
+    expect(deployed.match(/BODY_LIMIT_BYTES \(\d+\)/g)).toHaveLength(2);
+    // Another value moves the HTTP server's limit with it.
+    expect(serverBodyLimits(renderNginxSite({ ...COMPOSE_SITE, bodyLimitBytes: 3 * MiB }))).toEqual([
       [4 * MiB],
-      [4 * MiB],
+      [0],
     ]);
   });
 

@@ -396,3 +396,39 @@ export async function expectNginxRestError(
   expect(res.headers.get('x-request-id')).toBe(body.request_id);
   expect(await res.json()).toEqual({ ...body, details: [] });
 }
+
+/**
+ * The `client_max_body_size` values in rendered nginx configuration (a site, as `--print-nginx`
+ * prints it, or a whole nginx.conf), in bytes: one entry per `server {}` block, in order, each
+ * split by where the limit is set. `server`: at the server's own level (what every location in it
+ * inherits; an empty list means nginx's default of 1m); `locations`: inside its locations, where
+ * `0` means no limit at all.
+ */
+function bodyLimitsByServer(conf: string): { server: number[]; locations: number[] }[] {
+  const units: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+  const servers: { server: number[]; locations: number[] }[] = [];
+  let depth = 0;
+  let serverDepth: number | undefined;
+  for (const raw of conf.split('\n')) {
+    const line = raw.replace(/#.*/, '').trim();
+    if (/^server\s*\{$/.test(line)) {
+      servers.push({ server: [], locations: [] });
+      serverDepth = depth + 1;
+    }
+    const limit = /^client_max_body_size\s+(\d+)([kmg]?);$/i.exec(line);
+    if (limit && serverDepth !== undefined && depth >= serverDepth) {
+      const bytes = Number(limit[1]) * units[limit[2]!.toLowerCase()]!;
+      servers.at(-1)![depth === serverDepth ? 'server' : 'locations'].push(bytes);
+    }
+    depth += (line.match(/\{/g) ?? []).length - (line.match(/\}/g) ?? []).length;
+    if (serverDepth !== undefined && depth < serverDepth) serverDepth = undefined;
+  }
+  return servers;
+}
+
+/** Per `server {}` block, the client_max_body_size values it sets at its own level (bytes). */
+export const serverBodyLimits = (conf: string): number[][] => bodyLimitsByServer(conf).map((s) => s.server);
+
+/** Per `server {}` block, the client_max_body_size values its locations set (bytes; 0 is no limit). */
+export const locationBodyLimits = (conf: string): number[][] =>
+  bodyLimitsByServer(conf).map((s) => s.locations);
