@@ -1,4 +1,5 @@
 import type { Services } from '../compose.js';
+import type { StoreOutageLog } from '../store/outage-log.js';
 import type { Resolver } from './address-policy.js';
 import { WebhookDeliveries } from './deliveries.js';
 import { WebhookEndpoints } from './endpoints.js';
@@ -50,7 +51,10 @@ export async function startWebhookWorker(
     backoffBaseMs: config.webhookBackoffBaseMs,
     allowPrivate: config.webhookAllowPrivate,
     ...(services.store.dialect === 'postgres'
-      ? { listen: (wake: () => void) => listenForOutbox(config.databaseUrl, wake, services.logger) }
+      ? {
+          listen: (wake: () => void, outage: StoreOutageLog) =>
+            listenForOutbox(config.databaseUrl, wake, services.logger, outage),
+        }
       : {}),
     ...overrides,
   });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { DomainBus } from '../events/bus.js';
+import { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
 import type { Resolver } from './address-policy.js';
 import { envelopeBody } from './event-types.js';
@@ -28,9 +29,10 @@ export interface WorkerOptions {
   retentionMs?: number;
   /**
    * Subscribes to wake-ups from other processes (PostgreSQL LISTEN); returns the unsubscribe.
-   * Without it, work written elsewhere is found by the poll.
+   * Without it, work written elsewhere is found by the poll. Its connection's failures go to
+   * `outage`, the worker's own, so one outage is one warning whichever part noticed it first.
    */
-  listen?: (wake: () => void) => { close(): Promise<void> };
+  listen?: (wake: () => void, outage: StoreOutageLog) => { close(): Promise<void> };
 }
 
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -49,6 +51,11 @@ const INTERRUPTED = 'interrupted: the worker stopped before this attempt recorde
  */
 export class WebhookWorker {
   readonly outbox: Outbox;
+  /**
+   * The database going away is logged once for the whole worker (poll, fan-out, outcome writes,
+   * wake-ups) and once when it answers again; anything else that fails is logged in full.
+   */
+  readonly outage: StoreOutageLog;
   private readonly sender: WebhookSender;
   private readonly concurrency: number;
   private readonly claimBatch: number;
@@ -76,6 +83,7 @@ export class WebhookWorker {
 
   constructor(private readonly options: WorkerOptions) {
     this.outbox = new Outbox(options.store);
+    this.outage = new StoreOutageLog(options.logger, 'webhook delivery');
     this.sender = new WebhookSender({
       timeoutMs: options.timeoutMs,
       allowPrivate: options.allowPrivate,
@@ -99,7 +107,7 @@ export class WebhookWorker {
       this.kick();
     };
     this.unsubscribe = this.options.bus.on('event.recorded', wake);
-    this.listener = this.options.listen?.(wake);
+    this.listener = this.options.listen?.(wake, this.outage);
     this.kick();
   }
 
@@ -149,6 +157,7 @@ export class WebhookWorker {
         if (!claimedAll && room > 0 && this.running) {
           const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
           const claimed = await this.outbox.claim(now, room, lease);
+          this.outage.answered();
           this.ready.push(...claimed);
           this.launchReady();
           claimedAll = claimed.length === room;
@@ -161,7 +170,7 @@ export class WebhookWorker {
       if (this.running && !claimedAll) await this.armTimer();
       else if (this.running) this.arm(this.pollMs); // the attempts under way kick again; this is a backstop
     } catch (err) {
-      this.options.logger.error({ err }, 'webhook worker pass failed');
+      if (!this.outage.unreachable(err)) this.options.logger.error({ err }, 'webhook worker pass failed');
       if (this.running) this.arm(this.pollMs);
     } finally {
       this.busy = false;
@@ -182,13 +191,14 @@ export class WebhookWorker {
         while (this.running && this.eventsWaiting) {
           this.eventsWaiting = false;
           const handled = await this.outbox.fanOut(this.options.clock.now());
+          this.outage.answered();
           if (handled > 0) {
             this.eventsWaiting = true; // a full batch may have left more behind
             this.kick();
           }
         }
       } catch (err) {
-        this.options.logger.error({ err }, 'webhook fan-out failed');
+        if (!this.outage.unreachable(err)) this.options.logger.error({ err }, 'webhook fan-out failed');
         this.eventsWaiting = true;
         if (this.running) this.arm(this.pollMs);
       } finally {
@@ -201,6 +211,7 @@ export class WebhookWorker {
   /** Sleeps until the next due delivery, at most one poll interval. */
   private async armTimer(): Promise<void> {
     const next = await this.outbox.nextDueAt();
+    this.outage.answered();
     const now = this.options.clock.now().getTime();
     const wait = next === null ? this.pollMs : Math.min(this.pollMs, Math.max(0, next.getTime() - now));
     this.arm(wait);
@@ -244,9 +255,11 @@ export class WebhookWorker {
         release();
         return this.record(completion);
       })
-      .catch((err: unknown) =>
-        this.options.logger.error({ err, delivery: delivery.id }, 'webhook attempt failed'),
-      )
+      .catch((err: unknown) => {
+        // An outcome the database did not take: the lease runs out and the delivery is claimed again.
+        if (!this.outage.unreachable(err))
+          this.options.logger.error({ err, delivery: delivery.id }, 'webhook attempt failed');
+      })
       .finally(() => {
         release();
         this.unrecorded -= 1;
@@ -372,10 +385,13 @@ export class WebhookWorker {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    this.flushing = this.outbox.complete(batch, this.options.clock.now()).finally(() => {
-      this.flushing = undefined;
-      this.notifyIdle();
-    });
+    this.flushing = this.outbox
+      .complete(batch, this.options.clock.now())
+      .then(() => this.outage.answered())
+      .finally(() => {
+        this.flushing = undefined;
+        this.notifyIdle();
+      });
     await this.flushing;
   }
 
@@ -389,7 +405,7 @@ export class WebhookWorker {
       }
       if (purged > 0) this.options.logger.info({ purged }, 'purged finished webhook events');
     } catch (err) {
-      this.options.logger.warn({ err }, 'webhook event purge failed');
+      if (!this.outage.unreachable(err)) this.options.logger.warn({ err }, 'webhook event purge failed');
     }
   }
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { createAtrium, type Atrium, type ServerRole } from '../../src/compose.js';
+import { createAtrium, type Atrium, type ServerRole, type ServicesOptions } from '../../src/compose.js';
 import { parseConfig } from '../../src/config/schema.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { forSuite } from './suite.js';
@@ -46,6 +46,7 @@ export interface AtriumBehindProxy {
 export async function startAtriumBehindProxy(
   env: Record<string, string> = {},
   roles: readonly ServerRole[] = ['api', 'auth'],
+  options: ServicesOptions = {},
 ): Promise<AtriumBehindProxy> {
   const database: TestDatabase = await freshDatabase({ adminUrl: OUTAGE_ADMIN_URL });
   const url = new URL(database.url);
@@ -64,6 +65,7 @@ export async function startAtriumBehindProxy(
         ...env,
       }),
       roles,
+      options,
     );
   } catch (err) {
     await proxy.cut();
@@ -93,8 +95,9 @@ export interface ListeningBehindProxy extends AtriumBehindProxy {
 export async function startListeningBehindProxy(
   env: Record<string, string> = {},
   roles: readonly ServerRole[] = ['api', 'auth'],
+  options: ServicesOptions = {},
 ): Promise<ListeningBehindProxy> {
-  const behind = await startAtriumBehindProxy(env, roles);
+  const behind = await startAtriumBehindProxy(env, roles, options);
   try {
     const { httpUrl, grpcAddress } = await behind.atrium.listen();
     return { ...behind, httpUrl: httpUrl!, grpcAddress };
@@ -111,9 +114,10 @@ export async function startListeningBehindProxy(
 export function behindProxyForSuite(
   env: Record<string, string> = {},
   roles: readonly ServerRole[] = ['api', 'auth'],
+  options: ServicesOptions = {},
 ): ListeningBehindProxy {
   return forSuite(
-    () => startListeningBehindProxy(env, roles),
+    () => startListeningBehindProxy(env, roles, options),
     (behind) => behind.stop(),
   );
 }

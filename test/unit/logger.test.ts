@@ -49,6 +49,34 @@ describe('logger', () => {
     expect(out).toContain('ada');
   });
 
+  it("keeps an error's code: the fact an operator needs in an outage", () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const terminated = Object.assign(new Error('terminating connection due to administrator command'), {
+      code: '57P01',
+    });
+    log.error({ err: refused }, 'webhook worker pass failed');
+    log.warn(terminated, 'database unavailable');
+    expect(JSON.parse(lines[0]!).err.code).toBe('ECONNREFUSED');
+    expect(JSON.parse(lines[1]!).err.code).toBe('57P01');
+    expect(lines.join('')).not.toContain('[redacted]');
+  });
+
+  it('redacts an authorization code wherever a request body or query carrying one is logged', () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    const code = 'c'.repeat(43);
+    log.info({ body: { grant_type: 'authorization_code', code } }, 'token form');
+    log.info({ query: { code, state: 'xyz' } }, 'redirect query');
+    log.info({ form: { code }, params: { code } }, 'parsed');
+    log.info({ req: { body: { code }, query: { code } } }, 'request');
+    const out = lines.join('');
+    expect(out).not.toContain(code);
+    expect(JSON.parse(lines[0]!).body).toEqual({ grant_type: 'authorization_code', code: '[redacted]' });
+    expect(JSON.parse(lines[1]!).query).toEqual({ code: '[redacted]', state: 'xyz' });
+  });
+
   it('writes nothing below its level', () => {
     const { lines, stream } = capture();
     createLogger('silent', stream).error('not shown');
