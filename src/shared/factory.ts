@@ -31,7 +31,7 @@ export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:
     return {
       limiter: failFast(sharedHealth, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
       cache: failFast(sharedHealth, new RedisCache(redis, `${keyPrefix}cache:`)),
-      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`),
+      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`, sharedHealth),
       sharedHealth,
     };
   }
