@@ -20,7 +20,7 @@ export const sharedStateMetricsModule: RouteModule = {
     });
     new Counter({
       name: 'atrium_shared_state_degraded_total',
-      help: 'Requests served without Redis, by component (rate_limiter: not limited; brute_force_client, brute_force_login: failures not counted; broadcast: comment events not broadcast)',
+      help: 'Requests served without Redis, by component (rate_limiter: not limited; brute_force_client, brute_force_login: failures not counted; user_cache: read from the database; complexity_budget: GraphQL operations not limited; broadcast: comment events not broadcast)',
       labelNames: ['component'],
       registers: [services.metrics],
       collect() {

@@ -1,3 +1,6 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { memoryLog } from '../../helpers/memory-log.js';
@@ -143,3 +146,167 @@ describe('REST and readiness while Redis hangs', () => {
     expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
   });
 });
+
+/** A free TCP port on 127.0.0.1 for a redis-server of this test's own. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The hang as it happens to a real server: a redis-server of this test's own (never the shared one
+ * on 6379) stopped with SIGSTOP, so the kernel still accepts connections and bytes while nothing
+ * answers, then continued with SIGCONT.
+ */
+describe('REST, the user cache, GraphQL and the broadcast while redis-server is stopped (SIGSTOP)', () => {
+  const log = memoryLog('warn');
+  let server: ChildProcess;
+  let atrium: TestAtrium;
+  let url: string;
+  let caller: { userId: string; headers: Record<string, string> };
+  const heard: unknown[] = [];
+
+  beforeAll(async () => {
+    const port = await freePort();
+    server = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const probe = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+    });
+    probe.on('error', () => undefined);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        if (probe.status === 'wait' || probe.status === 'end') await probe.connect();
+        await probe.ping();
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    probe.disconnect();
+    atrium = await startTestAtrium({
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    });
+    atrium.services.sharedHealth.useLogger(log.logger);
+    url = (await atrium.listen()).httpUrl!;
+    caller = await atrium.caller({ tier: 'free' });
+    await atrium.services.broadcast.subscribe('redis-sigstop-test', (m) => void heard.push(m));
+  });
+  afterAll(async () => {
+    if (server?.pid !== undefined && server.exitCode === null) process.kill(server.pid, 'SIGCONT');
+    await atrium?.stop();
+    if (server && server.exitCode === null) {
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      server.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  const get = (path: string) => call(url, 'GET', path, { headers: caller.headers });
+  const graphql = () =>
+    call(url, 'POST', '/graphql', { headers: caller.headers, json: { query: '{ __typename }' } });
+  const stop = (signal: 'SIGSTOP' | 'SIGCONT') => process.kill(server.pid!, signal);
+  const timed = async <T>(run: () => Promise<T>): Promise<{ value: T; ms: number }> => {
+    const started = performance.now();
+    const value = await run();
+    return { value, ms: performance.now() - started };
+  };
+  const metrics = async () => (await fetch(`${url}/metrics`)).text();
+
+  it('serves every request within a bounded time while it is stopped, and limits again after', async () => {
+    const user = `/v1/users/${caller.userId}`;
+    expect((await get('/api/v2/orders?limit=1')).headers.get('x-ratelimit-limit')).toBe('100');
+    expect((await get(user)).status).toBe(200);
+    expect((await get(user)).headers.get('x-cache')).toMatch(/^HIT/);
+    await atrium.services.broadcast.publish('redis-sigstop-test', { n: 1 });
+    await waitFor(() => heard.length === 1, 'the first message');
+
+    stop('SIGSTOP');
+    const during = await timed(async () => {
+      const answers = [];
+      for (let i = 0; i < 4; i++) {
+        answers.push(await get('/api/v2/orders?limit=1'), await get(user), await graphql());
+      }
+      return answers;
+    });
+    for (const answer of during.value) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-ratelimit-limit')).toBeNull();
+    }
+    // The user is read from the database: no cache answered.
+    for (const answer of during.value.filter((a) => a.headers.has('x-cache'))) {
+      expect(answer.headers.get('x-cache')).toBe('MISS');
+    }
+    // Twelve requests (each would have waited 30 s before, and 500 ms each if every call waited).
+    expect(during.ms).toBeLessThan(BOUNDED_MS);
+    const published = await timed(() =>
+      atrium.services.broadcast.publish('redis-sigstop-test', { n: 2 }).then(
+        () => 'sent',
+        () => 'refused',
+      ),
+    );
+    expect(published.value).toBe('refused');
+    expect(published.ms).toBeLessThan(BOUNDED_MS);
+    // The core's after-commit signal of a new comment, which the GraphQL comment feed publishes.
+    atrium.services.bus.emit({ kind: 'comment.added', commentId: 'c-hang', postId: 'p-hang' });
+    await waitFor(
+      async () => /component="broadcast"\} [1-9]/.test(await metrics()),
+      'the comment event to be given up',
+      BOUNDED_MS,
+    );
+    const text = await metrics();
+    expect(text).toMatch(/^atrium_redis_up 0$/m);
+    expect(text).toMatch(/^atrium_shared_state_degraded_total\{component="rate_limiter"\} [1-9]/m);
+    expect(text).toMatch(/^atrium_shared_state_degraded_total\{component="user_cache"\} [1-9]/m);
+    expect(text).toMatch(/^atrium_shared_state_degraded_total\{component="broadcast"\} [1-9]/m);
+    expect((await timed(() => fetch(`${url}/readyz`))).value.status).toBe(503);
+
+    stop('SIGCONT');
+    await waitFor(
+      async () => (await get('/api/v2/orders?limit=1')).headers.get('x-ratelimit-limit') === '100',
+      'the rate limit to apply again',
+    );
+    expect(await metrics()).toMatch(/^atrium_redis_up 1$/m);
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    // Subscribers hear the broadcast again.
+    await waitFor(async () => {
+      await atrium.services.broadcast.publish('redis-sigstop-test', { n: 3 });
+      return heard.some((m) => (m as { n: number }).n === 3);
+    }, 'a message after SIGCONT');
+
+    const lines = log.lines.map((l) => String(l.msg));
+    expect(lines.filter((m) => m.startsWith('Redis unavailable')).sort()).toEqual([
+      'Redis unavailable: GraphQL complexity budgets fail open (operations are not limited)',
+      'Redis unavailable: comment events are not broadcast to GraphQL subscribers',
+      'Redis unavailable: rate limits fail open (requests are not limited)',
+      'Redis unavailable: user reads go to the database (not cached)',
+    ]);
+    expect(lines.filter((m) => /Redis does not answer|redis error/.test(m))).toHaveLength(1);
+    expect(lines.filter((m) => m.startsWith('Redis is back'))).toHaveLength(1);
+  });
+});
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
