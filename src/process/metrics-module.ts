@@ -12,7 +12,7 @@ export const sharedStateMetricsModule: RouteModule = {
     const health = services.sharedHealth;
     new Gauge({
       name: 'atrium_redis_up',
-      help: 'Whether the Redis connection is ready (1) or not (0); absent without REDIS_URL',
+      help: 'Whether the Redis connection is ready and Redis answers (1) or not (0); absent without REDIS_URL',
       registers: [services.metrics],
       collect() {
         if (health.configured) this.set(health.up ? 1 : 0);

@@ -147,6 +147,47 @@ describe('REST and readiness while Redis hangs', () => {
   });
 });
 
+/**
+ * A process started while Redis already hangs waits for it as for a late Redis (5 s), then serves
+ * degraded; GraphQL's subscription to the broadcast (made at start) must not hold the start.
+ */
+describe('starting while Redis hangs', () => {
+  let proxy: TcpProxy;
+  let atrium: TestAtrium | undefined;
+
+  beforeAll(async () => {
+    const redisUrl = new URL(TEST_REDIS_URL);
+    proxy = await TcpProxy.start({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+  });
+  afterAll(async () => {
+    proxy?.resume();
+    await atrium?.stop();
+    await proxy?.cut().catch(() => undefined);
+  });
+
+  it('starts within a bounded time and serves unlimited requests, then limits once Redis answers', async () => {
+    proxy.hang();
+    const started = performance.now();
+    atrium = await startTestAtrium({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, HOST: '127.0.0.1' });
+    const url = (await atrium.listen()).httpUrl!;
+    // 5 s of waiting for Redis, and a margin for a slow machine; far from "never".
+    expect(performance.now() - started).toBeLessThan(15_000);
+    const { headers } = await atrium.caller({ tier: 'free' });
+    const first = await call(url, 'GET', '/api/v2/orders?limit=1', { headers });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-ratelimit-limit')).toBeNull();
+
+    proxy.resume();
+    const deadline = Date.now() + 15_000;
+    let answer = first;
+    while (answer.headers.get('x-ratelimit-limit') === null && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      answer = await call(url, 'GET', '/api/v2/orders?limit=1', { headers });
+    }
+    expect(answer.headers.get('x-ratelimit-limit')).toBe('100');
+  });
+});
+
 /** A free TCP port on 127.0.0.1 for a redis-server of this test's own. */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
