@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { KyselyPlugin } from 'kysely';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -25,6 +25,7 @@ import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import { type SharedStateHealth, untilReady } from './shared/health.js';
+import { connectRedis } from './shared/redis-connection.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -98,16 +99,16 @@ export async function createServices(config: Config, options: ServicesOptions = 
     const core = createCore(deps);
     const apiKeys = new ApiKeyService(deps);
     const authenticator = new Authenticator(apiKeys);
-    const redis = config.redisUrl
-      ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
-      : undefined;
+    const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+    const shared = createSharedState(redis);
     const afterAuth: AfterAuthentication[] = [];
     const readiness: ReadinessCheck[] = [{ name: 'database', check: () => store.ping() }];
     // The worker's queue lives in the database; limits, caches and broadcast (Redis) serve requests.
+    // Through the shared health: unavailable at once while Redis is known not to answer.
     if (redis)
       readiness.push({
         name: 'redis',
-        check: async () => void (await redis.ping()),
+        check: async () => void (await shared.sharedHealth.call(() => redis.ping())),
         roles: ['api', 'auth', 'grpc'],
       });
     const services: Services = {
@@ -126,7 +127,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       // Tagged so the OpenAPI document shows the scheme and scope each route really enforces.
       httpAuth: documentedAuth(httpAuth(authenticator, afterAuth)),
       redis,
-      ...createSharedState(redis),
+      ...shared,
       readiness,
       onClose: [],
       draining: false,

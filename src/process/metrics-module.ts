@@ -12,7 +12,7 @@ export const sharedStateMetricsModule: RouteModule = {
     const health = services.sharedHealth;
     new Gauge({
       name: 'atrium_redis_up',
-      help: 'Whether the Redis connection is ready (1) or not (0); absent without REDIS_URL',
+      help: 'Whether the Redis connection is ready and Redis answers (1) or not (0); absent without REDIS_URL',
       registers: [services.metrics],
       collect() {
         if (health.configured) this.set(health.up ? 1 : 0);
@@ -20,7 +20,7 @@ export const sharedStateMetricsModule: RouteModule = {
     });
     new Counter({
       name: 'atrium_shared_state_degraded_total',
-      help: 'Requests served without Redis, by component (rate_limiter: not limited; brute_force_client, brute_force_login: failures not counted)',
+      help: 'Requests served without Redis, by component (rate_limiter: not limited; brute_force_client, brute_force_login: failures not counted; user_cache: read from the database; complexity_budget: GraphQL operations not limited; broadcast: comment events not broadcast)',
       labelNames: ['component'],
       registers: [services.metrics],
       collect() {

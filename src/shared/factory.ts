@@ -21,15 +21,18 @@ export interface SharedState {
 
 /**
  * With Redis, limits and caches are shared by every instance; without it they live in this
- * process, which is right for the single-process default and for tests.
+ * process, which is right for the single-process default and for tests. Every call to Redis goes
+ * through `sharedHealth`: it fails at once while Redis is down or silent and never waits longer
+ * than REDIS_CALL_TIMEOUT_MS, so a Redis outage of either kind only degrades (src/shared/health.ts).
  */
 export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:'): SharedState {
   if (redis) {
+    const sharedHealth = new SharedStateHealth(redis);
     return {
-      limiter: failFast(redis, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
-      cache: failFast(redis, new RedisCache(redis, `${keyPrefix}cache:`)),
-      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`),
-      sharedHealth: new SharedStateHealth(redis),
+      limiter: failFast(sharedHealth, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
+      cache: failFast(sharedHealth, new RedisCache(redis, `${keyPrefix}cache:`)),
+      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`, sharedHealth),
+      sharedHealth,
     };
   }
   return {

@@ -9,11 +9,23 @@ const silent: Log = { warn: () => undefined, info: () => undefined };
 
 /** Thrown instead of waiting when the shared store is known to be unreachable. */
 export class SharedStateUnavailable extends Error {
-  constructor() {
-    super('shared state (Redis) is not connected');
+  constructor(message = 'shared state (Redis) is not connected') {
+    super(message);
     this.name = 'SharedStateUnavailable';
   }
 }
+
+/**
+ * How long one call to Redis may take before it is given up and the caller degrades (rate limits
+ * fail open, caches read through). A healthy Redis answers in about a millisecond, and the slowest
+ * call Atrium makes (the weighted limiter script over a full GraphQL budget) in a few; 500 ms is
+ * far above that even on a loaded machine, yet short enough that a hung Redis (a stopped process,
+ * a network path that swallows packets: the connection stays open and nothing answers) delays a
+ * request by half a second at most instead of holding it until REQUEST_TIMEOUT_MS. A constant, not
+ * a setting: nothing about a deployment makes another value right, and decisions.md fixes the
+ * variables.
+ */
+export const REDIS_CALL_TIMEOUT_MS = 500;
 
 /**
  * Whether the shared store (Redis) answers, and what its users did without it. Callers that
@@ -21,6 +33,12 @@ export class SharedStateUnavailable extends Error {
  * counted for /metrics and logged once per outage, so an outage is one warning and one recovery
  * line rather than one line per request. The connection's own failure is likewise logged once per
  * outage, not on each of ioredis's reconnect attempts (about 30 a minute).
+ *
+ * Redis is "up" while its connection is ready and it answers: a call that gets no answer within
+ * REDIS_CALL_TIMEOUT_MS marks it not answering, and from then on every call through `call` (or a
+ * `failFast` wrapper) fails at once, without waiting, until Redis answers again: a reply to a call
+ * still in flight, or the connection becoming ready after ioredis dropped the silent one and
+ * reconnected (src/shared/redis-connection.ts).
  */
 export class SharedStateHealth {
   private readonly failOpen = new Map<string, number>();
@@ -29,35 +47,82 @@ export class SharedStateHealth {
   private wasReady = false;
   /** The connection's failure this outage has been logged (ioredis repeats it on every reconnect attempt). */
   private connectionReported = false;
+  /** False from a call's timeout until Redis answers something again. */
+  private answering = true;
 
-  constructor(private readonly redis: Redis | undefined) {
+  constructor(
+    private readonly redis: Redis | undefined,
+    private readonly timeoutMs = REDIS_CALL_TIMEOUT_MS,
+  ) {
     redis?.on('error', (err: Error) => {
       if (this.connectionReported) return;
       this.connectionReported = true;
       this.log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');
     });
-    redis?.on('ready', () => {
-      this.connectionReported = false;
-      if (this.wasReady && this.warned.size > 0) {
-        // Warn, like the outage line, so a filter that shows one shows the other.
-        this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
-      }
-      this.wasReady = true;
-      this.warned.clear();
-    });
+    // Ready: the server answered the connection's ready check, so it answers again.
+    redis?.on('ready', () => this.recovered());
   }
 
   useLogger(log: Log): void {
     this.log = log;
   }
 
-  /** True when Redis is configured and its connection is ready for commands. */
+  /** True when Redis is configured, its connection is ready for commands and it answers them. */
   get up(): boolean {
-    return this.redis === undefined || this.redis.status === 'ready';
+    return this.redis === undefined || (this.redis.status === 'ready' && this.answering);
   }
 
   get configured(): boolean {
     return this.redis !== undefined;
+  }
+
+  /**
+   * Runs one call to Redis: at once SharedStateUnavailable while Redis is not up, otherwise the
+   * call's own result, or SharedStateUnavailable after REDIS_CALL_TIMEOUT_MS without an answer
+   * (which marks Redis not answering, so the calls after it do not wait too).
+   */
+  call<T>(run: () => Promise<T>): Promise<T> {
+    if (!this.up) return Promise.reject(new SharedStateUnavailable());
+    let pending: Promise<T>;
+    try {
+      pending = run();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // A reply that comes after the timeout still shows Redis answers again (SIGCONT, a healed path).
+    pending.then(
+      () => this.answered(),
+      (err: unknown) => {
+        if (err instanceof Error && err.name === 'ReplyError') this.answered();
+      },
+    );
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        // A reply already received while the event loop was busy is read in this loop turn's poll
+        // phase, before setImmediate runs: a slow machine is not taken for a silent Redis.
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          this.notAnswering();
+          reject(new SharedStateUnavailable(`Redis did not answer within ${this.timeoutMs} ms`));
+        });
+      }, this.timeoutMs);
+      pending.then(
+        (value) => {
+          clearTimeout(timer);
+          if (settled) return;
+          settled = true;
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (settled) return;
+          settled = true;
+          reject(err);
+        },
+      );
+    });
   }
 
   /** One request went ahead without the shared store; `what` says what was given up. */
@@ -75,21 +140,48 @@ export class SharedStateHealth {
   degradedCounts(): ReadonlyMap<string, number> {
     return this.failOpen;
   }
+
+  private notAnswering(): void {
+    if (!this.answering) return;
+    this.answering = false;
+    if (this.connectionReported) return;
+    this.connectionReported = true;
+    this.log.warn(
+      { timeout_ms: this.timeoutMs },
+      'Redis does not answer; calls to it fail at once until it does (not logged again until it is back)',
+    );
+  }
+
+  /** Redis answered: after a timeout, this ends the outage (the connection's own ready event does too). */
+  private answered(): void {
+    if (!this.answering && this.redis?.status === 'ready') this.recovered();
+  }
+
+  private recovered(): void {
+    this.answering = true;
+    this.connectionReported = false;
+    if (this.wasReady && this.warned.size > 0) {
+      // Warn, like the outage line, so a filter that shows one shows the other.
+      this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
+    }
+    this.wasReady = true;
+    this.warned.clear();
+  }
 }
 
 /**
- * Wraps a Redis-backed implementation so that, while the connection is down, every call fails at
- * once instead of queueing behind reconnection attempts (which would hold requests for seconds).
+ * Wraps a Redis-backed implementation so that each of its calls goes through `health.call`: while
+ * the connection is down or Redis does not answer, every call fails at once instead of queueing
+ * behind reconnection attempts or a silent connection (which would hold requests for seconds), and
+ * no call waits longer than REDIS_CALL_TIMEOUT_MS.
  */
-export function failFast<T extends object>(redis: Redis, impl: T): T {
+export function failFast<T extends object>(health: SharedStateHealth, impl: T): T {
   return new Proxy(impl, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (redis.status !== 'ready') return Promise.reject(new SharedStateUnavailable());
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
+      return (...args: unknown[]) =>
+        health.call(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
     },
   });
 }

@@ -1,5 +1,14 @@
 import type { Redis } from 'ioredis';
 import { type Broadcast, type BroadcastListener, deliver } from './broadcast.js';
+import type { SharedStateHealth } from './health.js';
+
+/**
+ * How long `subscribe` waits for Redis to confirm a channel before going on without the
+ * confirmation (the channel is still subscribed as soon as Redis answers). Subscribing happens at
+ * start, which waits as long for a late Redis (REDIS_START_WAIT_MS in src/compose.ts); a hung Redis
+ * must not hold the start for ever.
+ */
+export const SUBSCRIBE_WAIT_MS = 5_000;
 
 /**
  * Redis pub/sub: a message published by any instance reaches the listeners of every instance,
@@ -13,6 +22,8 @@ export class RedisBroadcast implements Broadcast {
   constructor(
     private readonly publisher: Redis,
     private readonly prefix = 'atrium:bc:',
+    /** When given, publishing fails at once while Redis does not answer, and waits a bounded time. */
+    private readonly health?: SharedStateHealth,
   ) {}
 
   /** A connection in subscriber mode can do nothing else, so listening opens a second one, once. */
@@ -35,7 +46,8 @@ export class RedisBroadcast implements Broadcast {
   }
 
   async publish(channel: string, message: unknown): Promise<void> {
-    await this.publisher.publish(this.prefix + channel, JSON.stringify(message));
+    const send = () => this.publisher.publish(this.prefix + channel, JSON.stringify(message));
+    await (this.health ? this.health.call(send) : send());
   }
 
   async subscribe(channel: string, listener: BroadcastListener): Promise<() => void> {
@@ -45,11 +57,24 @@ export class RedisBroadcast implements Broadcast {
     // SUBSCRIBE answers once Redis will deliver to us; repeating it for a known channel is harmless.
     // With Redis down the instance still starts (and serves everything else): the channel is
     // subscribed when the connection is back, as the limiter and cache also recover then.
+    // A hung Redis (connection open, nothing answers) would never confirm: wait a bounded time,
+    // and not at all when Redis is already known to be down or silent.
     const subscriber = this.subscriber;
     const name = this.prefix + channel;
-    await subscriber.subscribe(name).catch(() => {
-      subscriber.once('ready', () => void subscriber.subscribe(name).catch(() => undefined));
-    });
+    const confirmed = subscriber.subscribe(name).then(
+      () => undefined,
+      () => {
+        subscriber.once('ready', () => void subscriber.subscribe(name).catch(() => undefined));
+      },
+    );
+    if (!this.health || this.health.up) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        confirmed,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, SUBSCRIBE_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
     return () => {
       set.delete(listener);
       if (set.size === 0 && this.channels.get(channel) === set) {

@@ -4,34 +4,64 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * A plain TCP relay to a real server (PostgreSQL, Redis), so a test can make that server
  * unreachable for one Atrium without touching the server itself: `cut()` drops every relayed
  * connection and stops listening, so the next connection attempt is refused (ECONNREFUSED), as
- * when a deployment's PostgreSQL goes away.
+ * when a deployment's PostgreSQL goes away. `hang()` keeps every connection open and accepts new
+ * ones but forwards nothing either way, as a stopped server (SIGSTOP) or a network path that
+ * swallows packets does; `resume()` forwards again, what was held back included.
  */
 export class TcpProxy {
   private constructor(
     private readonly server: Server,
     private readonly sockets: Set<Socket>,
+    private readonly pairs: Set<[Socket, Socket]>,
+    private readonly state: { hung: boolean },
     readonly port: number,
   ) {}
 
   static async start(target: { host: string; port: number }): Promise<TcpProxy> {
     const sockets = new Set<Socket>();
+    const pairs = new Set<[Socket, Socket]>();
+    const state = { hung: false };
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host);
-      for (const s of [client, upstream]) {
+      const pair: [Socket, Socket] = [client, upstream];
+      pairs.add(pair);
+      for (const s of pair) {
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
         s.on('error', () => undefined);
       }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+      if (state.hung) {
+        client.pause();
+        upstream.pause();
+      } else flow(pair);
+      client.on('close', () => (upstream.destroy(), pairs.delete(pair)));
+      upstream.on('close', () => (client.destroy(), pairs.delete(pair)));
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
-    return new TcpProxy(server, sockets, (server.address() as { port: number }).port);
+    return new TcpProxy(server, sockets, pairs, state, (server.address() as { port: number }).port);
+  }
+
+  /**
+   * Forwards nothing from now on, either way, on the connections open and on new ones (which are
+   * still accepted): the bytes wait, as they would in the buffers of a stopped server.
+   */
+  hang(): void {
+    this.state.hung = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  }
+
+  /** Forwards again, what was held back first, as when the stopped server continues. */
+  resume(): void {
+    this.state.hung = false;
+    for (const pair of this.pairs) flow(pair);
   }
 
   /** Drops every relayed connection and refuses new ones from now on. */
@@ -55,4 +85,11 @@ export class TcpProxy {
       });
     });
   }
+}
+
+function flow([client, upstream]: [Socket, Socket]): void {
+  client.pipe(upstream);
+  upstream.pipe(client);
+  client.resume();
+  upstream.resume();
 }

@@ -1,5 +1,6 @@
 import { type DocumentNode, type ExecutionArgs, getOperationAST, type GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
+import type { SharedStateHealth } from '../../shared/health.js';
 import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError } from '../errors.js';
@@ -29,13 +30,15 @@ export function costOf(schema: GraphQLSchema, document: DocumentNode, operationN
 
 /**
  * Spends the operation's points from its caller's budget before anything executes. Returns the
- * RATE_LIMITED error when the points do not fit. When the shared store cannot answer (Redis down) the
- * operation runs unbudgeted and the failure is logged, as the REST limiter does.
+ * RATE_LIMITED error when the points do not fit. When the shared store cannot answer (Redis down or
+ * silent) the operation runs unbudgeted, counted and logged once per outage through `health`
+ * (component "complexity_budget") as the REST limiter does.
  */
 export async function spendBudget(
   limiter: SlidingWindowLimiter,
   logger: Logger,
   args: ExecutionArgs,
+  health?: SharedStateHealth,
 ): Promise<Error | undefined> {
   const context = args.contextValue as GraphQLContext;
   const cost = Math.max(1, costOf(args.schema, args.document, args.operationName));
@@ -48,7 +51,14 @@ export async function spendBudget(
     );
     if (decision.allowed) return undefined;
   } catch (err) {
-    logger.warn({ err: (err as Error).message }, 'complexity budget unavailable; operation not limited');
+    if (health?.configured) {
+      health.degraded(
+        'complexity_budget',
+        'GraphQL complexity budgets fail open (operations are not limited)',
+        err,
+      );
+    } else
+      logger.warn({ err: (err as Error).message }, 'complexity budget unavailable; operation not limited');
     return undefined;
   }
   return graphQLError(

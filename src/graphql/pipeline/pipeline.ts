@@ -248,7 +248,12 @@ export function createPipeline(
       observer.httpPlugin,
       // Before the budget plugin: its early stop ends the hooks that follow it.
       observer.plugin,
-      ...pipelinePlugins({ production, limiter: services.limiter, logger: services.logger }),
+      ...pipelinePlugins({
+        production,
+        limiter: services.limiter,
+        logger: services.logger,
+        health: services.sharedHealth,
+      }),
     ],
     context: async (initial) => {
       const stream = (initial as unknown as Partial<StreamServerContext>).caller;

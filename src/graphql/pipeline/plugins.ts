@@ -1,6 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import { type GraphQLError, NoSchemaIntrospectionCustomRule, parse } from 'graphql';
 import type { Logger } from 'pino';
+import type { SharedStateHealth } from '../../shared/health.js';
 import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
 import { spendBudget } from './budget.js';
 import { jitPlugin } from './jit.js';
@@ -27,6 +28,8 @@ export function pipelinePlugins(options: {
   production: boolean;
   limiter: SlidingWindowLimiter;
   logger: Logger;
+  /** Where a budget that could not be spent (Redis down) is counted and logged once per outage. */
+  health?: SharedStateHealth;
 }): Plugin[] {
   const limits: Plugin = {
     onParse({ setParseFn }) {
@@ -43,11 +46,11 @@ export function pipelinePlugins(options: {
   };
   const budget: Plugin = {
     async onExecute({ args, setResultAndStopExecution }) {
-      const refusal = await spendBudget(options.limiter, options.logger, args);
+      const refusal = await spendBudget(options.limiter, options.logger, args, options.health);
       if (refusal) setResultAndStopExecution({ errors: [refusal as GraphQLError] });
     },
     async onSubscribe({ args, setResultAndStopExecution }) {
-      const refusal = await spendBudget(options.limiter, options.logger, args);
+      const refusal = await spendBudget(options.limiter, options.logger, args, options.health);
       if (refusal) setResultAndStopExecution({ errors: [refusal as GraphQLError] });
     },
   };

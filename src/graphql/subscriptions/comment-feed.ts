@@ -37,7 +37,7 @@ export class CommentFeed {
   constructor(private readonly services: Services) {}
 
   async start(): Promise<void> {
-    const { bus, broadcast, logger } = this.services;
+    const { bus, broadcast, sharedHealth } = this.services;
     this.stopListening = await broadcast.subscribe(CHANNEL, (m) => {
       if (!isCommentAdded(m)) return;
       for (const waiter of [...(this.byPost.get(m.postId) ?? [])]) waiter(m);
@@ -45,8 +45,9 @@ export class CommentFeed {
     this.stopBridge = bus.on('comment.added', (signal) => {
       const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
       broadcast.publish(CHANNEL, message).catch((err: Error) => {
-        // At most once: a comment the broadcast could not carry is not retried.
-        logger.warn({ err: err.message }, 'comment.added not broadcast');
+        // At most once: a comment the broadcast could not carry is not retried. Counted and logged
+        // once per Redis outage, as the other shared parts are, not once per comment.
+        sharedHealth.degraded('broadcast', 'comment events are not broadcast to GraphQL subscribers', err);
       });
     });
   }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { DomainBus } from '../../../events/bus.js';
 import type { Cache } from '../../../shared/cache.js';
+import type { SharedStateHealth } from '../../../shared/health.js';
 
 /** Event-driven invalidation is what keeps entries fresh; the TTL only bounds a missed one. */
 export const USER_CACHE_TTL_SECONDS = 60;
@@ -61,8 +62,10 @@ export function restUserReads(deps: {
   logger: Logger;
   sharedCache: boolean;
   foreignCommits: (() => number) | undefined;
+  /** Counts and logs (once per outage) the reads that went to the database because Redis did not answer. */
+  health?: SharedStateHealth;
 }): UserReads {
-  if (deps.sharedCache) return new CachedUsers(deps.cache, deps.bus, deps.logger);
+  if (deps.sharedCache) return new CachedUsers(deps.cache, deps.bus, deps.logger, undefined, deps.health);
   if (deps.foreignCommits) return new CachedUsers(deps.cache, deps.bus, deps.logger, deps.foreignCommits);
   return UNCACHED;
 }
@@ -84,6 +87,7 @@ export class CachedUsers implements UserReads {
     bus: DomainBus,
     private readonly logger: Logger,
     private readonly foreignCommits: () => number = () => 0,
+    private readonly health?: SharedStateHealth,
   ) {
     bus.on('user.changed', ({ userId }) => this.markStale(userId));
   }
@@ -97,7 +101,7 @@ export class CachedUsers implements UserReads {
       if (cached?.startsWith(version)) return { json: cached.slice(version.length), hit: true };
     } catch (err) {
       // A cache outage degrades to reading the database, never to an error.
-      warn(this.logger, 'user cache unavailable')(err);
+      this.unavailable(err);
     }
     const read: Read = { stale: false };
     let reads = this.loading.get(userId);
@@ -108,7 +112,7 @@ export class CachedUsers implements UserReads {
       if (!read.stale) {
         await this.cache
           .set(key, version + json, USER_CACHE_TTL_SECONDS)
-          .catch(warn(this.logger, 'could not cache a user'));
+          .catch((err: unknown) => this.unavailable(err));
       }
       return { json, hit: false };
     } finally {
@@ -121,6 +125,13 @@ export class CachedUsers implements UserReads {
   async invalidate(userId: string): Promise<void> {
     this.markStale(userId);
     await dropCachedUser(this.cache, userId, this.logger);
+  }
+
+  /** With Redis, once per outage and counted (component "user_cache"); otherwise each time. */
+  private unavailable(err: unknown): void {
+    if (this.health?.configured) {
+      this.health.degraded('user_cache', 'user reads go to the database (not cached)', err);
+    } else warn(this.logger, 'user cache unavailable')(err);
   }
 
   private markStale(userId: string): void {

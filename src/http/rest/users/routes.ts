@@ -50,6 +50,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
     logger: services.logger,
     sharedCache: services.config.redisUrl !== undefined,
     foreignCommits: services.store.foreignCommits,
+    health: services.sharedHealth,
   });
   const auth = (scope: Scope) => services.httpAuth.required(scope);
   // Decided before the body is read, so a non-admin gets 403 whatever it sent.
