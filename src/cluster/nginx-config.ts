@@ -1,4 +1,5 @@
 import { bodyLimitBytesFrom } from '../config/schema.js';
+import { REFUSED_BODY_DRAIN_BYTES } from '../http/refused-body.js';
 import { errorLocations, errorMaps, errorPages, REQUEST_ID_VAR } from './nginx-errors.js';
 
 /**
@@ -51,7 +52,9 @@ const KEEPALIVE = `    keepalive 32;
 /**
  * How far the HTTP server's client_max_body_size sits above Atrium's BODY_LIMIT_BYTES. An instance
  * is the one to refuse a body over the limit (413 in the surface's shape); nginx only stops what no
- * instance should have to read at all.
+ * instance should have to read at all. The same number as the instance's REFUSED_BODY_DRAIN_BYTES:
+ * it reads every body nginx lets through to the end after its 413 (src/http/refused-body.ts), so
+ * nginx, still sending it, never meets a closed connection (a 502 for its client).
  *
  * The gRPC server sets no limit (`client_max_body_size 0`): nginx can only count a call's whole
  * request body, the message plus 5 bytes of framing and every message of a client stream together
@@ -61,7 +64,7 @@ const KEEPALIVE = `    keepalive 32;
  * headers, when nginx can only reset it: the client got INTERNAL ("Received RST_STREAM with code
  * 2"), no status of anyone's (measured with a reflection stream; a cluster test checks).
  */
-export const BODY_LIMIT_HEADROOM_BYTES = 1024 * 1024;
+export const BODY_LIMIT_HEADROOM_BYTES = REFUSED_BODY_DRAIN_BYTES;
 
 /**
  * How long a client of the HTTP server may take to send its request head, and may pause between

@@ -13,6 +13,7 @@ import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
 import { sendError } from './errors.js';
+import { keepAliveAfterRefusedBody } from './refused-body.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import type { ReadinessCheck } from '../process/readiness.js';
 import { registerHealth } from './plugins/health.js';
@@ -150,9 +151,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   registerAccessLog(app);
   // Once the drain stops accepting, every answer closes its connection, so a balancer's kept-alive
-  // connections end after a response instead of being cut under a request it just sent.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  // connections end after a response instead of being cut under a request it just sent. Otherwise
+  // a 413 keeps its connection while the refused body is still arriving (refused-body.ts).
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (options.closesConnections?.()) reply.header('connection', 'close');
+    else keepAliveAfterRefusedBody(request, reply, config.bodyLimitBytes);
     done(null, payload);
   });
   registerHealth(app, options.readiness, options.isDraining);
