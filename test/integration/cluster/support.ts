@@ -141,10 +141,24 @@ export class OwnRedis {
     throw new Error(`redis-server on ${this.port} did not start`);
   }
 
+  /**
+   * Hangs it as a stopped process or a path that swallows packets does (SIGSTOP): the kernel still
+   * accepts connections and bytes, nothing answers. `thaw` continues it (SIGCONT).
+   */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
+    // A frozen server would hold SIGTERM until continued.
+    child.kill('SIGCONT');
     child.kill('SIGTERM');
     await exited;
   }

@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { call } from '../../helpers/rest-client.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
+import { OwnRedis } from '../cluster/support.js';
 
 /**
  * docs/deployment.md, "When Redis or PostgreSQL fails": a Redis that hangs (its connections stay
@@ -188,18 +186,6 @@ describe('starting while Redis hangs', () => {
   });
 });
 
-/** A free TCP port on 127.0.0.1 for a redis-server of this test's own. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * The hang as it happens to a real server: a redis-server of this test's own (never the shared one
  * on 6379) stopped with SIGSTOP, so the kernel still accepts connections and bytes while nothing
@@ -207,41 +193,16 @@ async function freePort(): Promise<number> {
  */
 describe('REST, the user cache, GraphQL and the broadcast while redis-server is stopped (SIGSTOP)', () => {
   const log = memoryLog('warn');
-  let server: ChildProcess;
+  let server: OwnRedis;
   let atrium: TestAtrium;
   let url: string;
   let caller: { userId: string; headers: Record<string, string> };
   const heard: unknown[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
-    server = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const probe = new Redis(port, '127.0.0.1', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => 50,
-    });
-    probe.on('error', () => undefined);
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        if (probe.status === 'wait' || probe.status === 'end') await probe.connect();
-        await probe.ping();
-        break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-    probe.disconnect();
+    server = await OwnRedis.start();
     atrium = await startTestAtrium({
-      REDIS_URL: `redis://127.0.0.1:${port}`,
+      REDIS_URL: server.url,
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
     });
@@ -251,19 +212,15 @@ describe('REST, the user cache, GraphQL and the broadcast while redis-server is 
     await atrium.services.broadcast.subscribe('redis-sigstop-test', (m) => void heard.push(m));
   });
   afterAll(async () => {
-    if (server?.pid !== undefined && server.exitCode === null) process.kill(server.pid, 'SIGCONT');
+    // Continued first, so a test that failed while it was frozen does not hold the shutdown.
+    server?.thaw();
     await atrium?.stop();
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once('exit', resolve));
-      server.kill('SIGKILL');
-      await exited;
-    }
+    await server?.stop();
   });
 
   const get = (path: string) => call(url, 'GET', path, { headers: caller.headers });
   const graphql = () =>
     call(url, 'POST', '/graphql', { headers: caller.headers, json: { query: '{ __typename }' } });
-  const stop = (signal: 'SIGSTOP' | 'SIGCONT') => process.kill(server.pid!, signal);
   const timed = async <T>(run: () => Promise<T>): Promise<{ value: T; ms: number }> => {
     const started = performance.now();
     const value = await run();
@@ -279,7 +236,7 @@ describe('REST, the user cache, GraphQL and the broadcast while redis-server is 
     await atrium.services.broadcast.publish('redis-sigstop-test', { n: 1 });
     await waitFor(() => heard.length === 1, 'the first message');
 
-    stop('SIGSTOP');
+    server.freeze();
     const during = await timed(async () => {
       const answers = [];
       for (let i = 0; i < 4; i++) {
@@ -319,7 +276,7 @@ describe('REST, the user cache, GraphQL and the broadcast while redis-server is 
     expect(text).toMatch(/^atrium_shared_state_degraded_total\{component="broadcast"\} [1-9]/m);
     expect((await timed(() => fetch(`${url}/readyz`))).value.status).toBe(503);
 
-    stop('SIGCONT');
+    server.thaw();
     await waitFor(
       async () => (await get('/api/v2/orders?limit=1')).headers.get('x-ratelimit-limit') === '100',
       'the rate limit to apply again',
