@@ -47,7 +47,7 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
 export function rateLimitStep(
   limiter: SlidingWindowLimiter,
   logger: Logger,
-  health?: SharedStateHealth,
+  health: SharedStateHealth,
 ): AfterAuthentication {
   return async (principal, request, reply: FastifyReply) => {
     const limit = limitFor(principal);
@@ -55,12 +55,7 @@ export function rateLimitStep(
     try {
       decision = await limiter.hit(restKey(principal), limit, RATE_LIMIT_WINDOW_SECONDS);
     } catch (err) {
-      if (health)
-        return health.degraded('rate_limiter', 'rate limits fail open (requests are not limited)', err);
-      (request.log ?? logger).warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'rate limiter unavailable; request not limited',
-      );
+      health.degraded('rate_limiter', 'rate limits fail open (requests are not limited)', err, request.log);
       return;
     }
     const headers = rateLimitHeaders(decision);

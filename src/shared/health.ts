@@ -125,15 +125,23 @@ export class SharedStateHealth {
     });
   }
 
-  /** One request went ahead without the shared store; `what` says what was given up. */
-  degraded(component: string, what: string, err: unknown): void {
+  /**
+   * One request went ahead without a shared part (a limit not counted, a cache not used); `what`
+   * says what was given up. Every such request is counted. With Redis it is an outage, logged once
+   * until Redis is back. Without Redis the part lives in this process and has no outage to wait
+   * out, so its failure is a fault, logged each time, on `log` (the request's logger) when given.
+   * The callers only report; this decides how it is counted and logged.
+   */
+  degraded(component: string, what: string, err: unknown, log?: Log): void {
     this.failOpen.set(component, (this.failOpen.get(component) ?? 0) + 1);
+    const fields = { component, err: err instanceof Error ? err.message : String(err) };
+    if (!this.configured) {
+      (log ?? this.log).warn(fields, `${component} failed: ${what}`);
+      return;
+    }
     if (this.warned.has(component)) return;
     this.warned.add(component);
-    this.log.warn(
-      { component, err: err instanceof Error ? err.message : String(err) },
-      `Redis unavailable: ${what}`,
-    );
+    this.log.warn(fields, `Redis unavailable: ${what}`);
   }
 
   /** Requests that went ahead without the shared store, by component, since the process started. */

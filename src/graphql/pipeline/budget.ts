@@ -30,15 +30,15 @@ export function costOf(schema: GraphQLSchema, document: DocumentNode, operationN
 
 /**
  * Spends the operation's points from its caller's budget before anything executes. Returns the
- * RATE_LIMITED error when the points do not fit. When the shared store cannot answer (Redis down or
- * silent) the operation runs unbudgeted, counted and logged once per outage through `health`
- * (component "complexity_budget") as the REST limiter does.
+ * RATE_LIMITED error when the points do not fit. When the budget's store cannot answer (Redis down
+ * or silent) the operation runs unbudgeted, reported to `health` (component "complexity_budget")
+ * as the REST limiter does.
  */
 export async function spendBudget(
   limiter: SlidingWindowLimiter,
   logger: Logger,
   args: ExecutionArgs,
-  health?: SharedStateHealth,
+  health: SharedStateHealth,
 ): Promise<Error | undefined> {
   const context = args.contextValue as GraphQLContext;
   const cost = Math.max(1, costOf(args.schema, args.document, args.operationName));
@@ -51,14 +51,12 @@ export async function spendBudget(
     );
     if (decision.allowed) return undefined;
   } catch (err) {
-    if (health?.configured) {
-      health.degraded(
-        'complexity_budget',
-        'GraphQL complexity budgets fail open (operations are not limited)',
-        err,
-      );
-    } else
-      logger.warn({ err: (err as Error).message }, 'complexity budget unavailable; operation not limited');
+    health.degraded(
+      'complexity_budget',
+      'GraphQL complexity budgets fail open (operations are not limited)',
+      err,
+      logger,
+    );
     return undefined;
   }
   return graphQLError(

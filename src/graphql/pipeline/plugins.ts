@@ -28,8 +28,8 @@ export function pipelinePlugins(options: {
   production: boolean;
   limiter: SlidingWindowLimiter;
   logger: Logger;
-  /** Where a budget that could not be spent (Redis down) is counted and logged once per outage. */
-  health?: SharedStateHealth;
+  /** Where a budget that could not be spent (Redis down) is reported: counted, and logged once per outage. */
+  health: SharedStateHealth;
 }): Plugin[] {
   const limits: Plugin = {
     onParse({ setParseFn }) {

@@ -62,11 +62,12 @@ export function restUserReads(deps: {
   logger: Logger;
   sharedCache: boolean;
   foreignCommits: (() => number) | undefined;
-  /** Counts and logs (once per outage) the reads that went to the database because Redis did not answer. */
-  health?: SharedStateHealth;
+  /** Where a read that went to the database because the cache did not answer is reported. */
+  health: SharedStateHealth;
 }): UserReads {
-  if (deps.sharedCache) return new CachedUsers(deps.cache, deps.bus, deps.logger, undefined, deps.health);
-  if (deps.foreignCommits) return new CachedUsers(deps.cache, deps.bus, deps.logger, deps.foreignCommits);
+  if (deps.sharedCache) return new CachedUsers(deps.cache, deps.bus, deps.logger, deps.health);
+  if (deps.foreignCommits)
+    return new CachedUsers(deps.cache, deps.bus, deps.logger, deps.health, deps.foreignCommits);
   return UNCACHED;
 }
 
@@ -86,8 +87,8 @@ export class CachedUsers implements UserReads {
     private readonly cache: Cache,
     bus: DomainBus,
     private readonly logger: Logger,
+    private readonly health: SharedStateHealth,
     private readonly foreignCommits: () => number = () => 0,
-    private readonly health?: SharedStateHealth,
   ) {
     bus.on('user.changed', ({ userId }) => this.markStale(userId));
   }
@@ -127,11 +128,8 @@ export class CachedUsers implements UserReads {
     await dropCachedUser(this.cache, userId, this.logger);
   }
 
-  /** With Redis, once per outage and counted (component "user_cache"); otherwise each time. */
   private unavailable(err: unknown): void {
-    if (this.health?.configured) {
-      this.health.degraded('user_cache', 'user reads go to the database (not cached)', err);
-    } else warn(this.logger, 'user cache unavailable')(err);
+    this.health.degraded('user_cache', 'user reads go to the database (not cached)', err);
   }
 
   private markStale(userId: string): void {
