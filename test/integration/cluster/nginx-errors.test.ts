@@ -1,11 +1,13 @@
+import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
+import { join } from 'node:path';
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceBodyLimit } from '../../../src/cluster/cluster.js';
 import { nginxBodyLimit } from '../../../src/cluster/nginx-config.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
-import { unary, userServiceClient } from '../grpc/support.js';
+import { BUF, bufCurl, root, unary, userServiceClient } from '../grpc/support.js';
 import {
   expectNginxJson,
   expectNginxRestError,
@@ -26,6 +28,13 @@ const LIMIT = instanceBodyLimit(process.env);
 const MiB = 1024 * 1024;
 /** Over nginx's client_max_body_size (its backstop above LIMIT), so nginx refuses it itself. */
 const TOO_BIG = nginxBodyLimit(LIMIT) + MiB;
+
+/** `buf curl` (Go, connect-go's gRPC client), from npm's @bufbuild/buf; see test/integration/grpc/buf-curl.test.ts. */
+const bufPresent = existsSync(BUF);
+if (!skip && !bufPresent && process.env.CI)
+  throw new Error(`buf is missing (${BUF}); npm install provides it`);
+/** buf curl's exit code for a gRPC status: the code shifted left by three. */
+const bufExit = (code: grpc.status) => code << 3;
 
 describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, () => {
   let env: TestCluster;
@@ -221,6 +230,149 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
     }
   });
 
+  describe.skipIf(!bufPresent)('buf curl through nginx’s gRPC port', () => {
+    // An independent client (connect-go's gRPC over h2c with prior knowledge, as docs/grpc.md calls
+    // it) that learns the schema from server reflection, a bidirectional stream, through nginx.
+    async function member() {
+      const handle = `b${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+      const user = await env.services.core.users.create({
+        handle,
+        email: `${handle}@example.com`,
+        name: `Buf ${handle}`,
+        role: 'member',
+      });
+      const { key } = await env.services.apiKeys.create({ userId: user.id, tier: 'enterprise' });
+      return { user, key };
+    }
+
+    it('lists the services and methods by reflection', async () => {
+      const { code, stdout, stderr } = await bufCurl(env.cluster.grpcAddress, '', ['--list-methods']);
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      expect(stdout.trim().split('\n').sort()).toEqual([
+        'grpc.health.v1.Health/Check',
+        'grpc.health.v1.Health/List',
+        'grpc.health.v1.Health/Watch',
+        'users.v1.UserService/GetUser',
+        'users.v1.UserService/ListUsers',
+        'users.v1.UserService/StreamUserActivity',
+        'users.v1.UserService/UpdateUser',
+      ]);
+    });
+
+    it('checks health without credentials', async () => {
+      for (const service of ['', 'users.v1.UserService']) {
+        const { code, stdout, stderr } = await bufCurl(
+          env.cluster.grpcAddress,
+          '/grpc.health.v1.Health/Check',
+          ['-d', JSON.stringify({ service })],
+        );
+        expect(stderr, service).toBe('');
+        expect(code, service).toBe(0);
+        expect(JSON.parse(stdout), service).toEqual({ status: 'SERVING' });
+      }
+    });
+
+    it('calls GetUser with an API key, the schema from reflection', async () => {
+      const { user, key } = await member();
+      const { code, stdout, stderr } = await bufCurl(
+        env.cluster.grpcAddress,
+        '/users.v1.UserService/GetUser',
+        [
+          '-v',
+          '-H',
+          `x-api-key: ${key}`,
+          '-H',
+          'x-request-id: buf-get-1',
+          '-d',
+          JSON.stringify({ user_id: user.id }),
+        ],
+      );
+      expect(code, stderr).toBe(0);
+      // -v prints the response's headers: the id nginx forwarded is the one the instance answers.
+      expect(stderr).toMatch(/^buf: < \(#\d+\) X-Request-Id: buf-get-1$/m);
+      expect(JSON.parse(stdout)).toEqual({
+        id: user.id,
+        name: user.name,
+        email: user.email,
+        role: 'member',
+        createdAt: String(Math.floor(Date.parse(user.createdAt) / 1000)),
+        organizationId: user.organizationId,
+      });
+    });
+
+    it('sees the instance’s status codes and messages: UNAUTHENTICATED, NOT_FOUND, INVALID_ARGUMENT', async () => {
+      const { key } = await member();
+      const absent = 'usr_00000000000000000000000000';
+
+      const none = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/GetUser', [
+        '-d',
+        JSON.stringify({ user_id: absent }),
+      ]);
+      expect(none.stdout).toBe('');
+      expect(none.code, none.stderr).toBe(bufExit(grpc.status.UNAUTHENTICATED));
+      expect(JSON.parse(none.stderr)).toMatchObject({ code: 'unauthenticated' });
+
+      const notFound = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/GetUser', [
+        '-H',
+        `x-api-key: ${key}`,
+        '-d',
+        JSON.stringify({ user_id: absent }),
+      ]);
+      expect(notFound.code, notFound.stderr).toBe(bufExit(grpc.status.NOT_FOUND));
+      expect(JSON.parse(notFound.stderr)).toEqual({
+        code: 'not_found',
+        message: `User ${absent} not found.`,
+      });
+
+      // The spec's InvalidArgument for an empty user_id.
+      const empty = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/GetUser', [
+        '-H',
+        `x-api-key: ${key}`,
+        '-d',
+        '{"user_id":""}',
+      ]);
+      expect(empty.code, empty.stderr).toBe(bufExit(grpc.status.INVALID_ARGUMENT));
+      expect(JSON.parse(empty.stderr)).toMatchObject({ code: 'invalid_argument' });
+
+      // The field violations come in the binary grpc-status-details-bin trailer, passed on by nginx.
+      const mask = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/UpdateUser', [
+        '-H',
+        `x-api-key: ${key}`,
+        '-d',
+        JSON.stringify({ user_id: absent, update_mask: 'nickname' }),
+      ]);
+      expect(mask.code, mask.stderr).toBe(bufExit(grpc.status.INVALID_ARGUMENT));
+      const body = JSON.parse(mask.stderr) as { code: string; details: { type: string }[] };
+      expect(body.code).toBe('invalid_argument');
+      expect(body.details.map((d) => d.type)).toEqual(['google.rpc.BadRequest']);
+    });
+
+    it('UpdateUser with a FieldMask, and a ListUsers stream', async () => {
+      const { user, key } = await member();
+      const update = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/UpdateUser', [
+        '-H',
+        `x-api-key: ${key}`,
+        '-d',
+        JSON.stringify({ user_id: user.id, name: 'Through Nginx', update_mask: 'name' }),
+      ]);
+      expect(update.stderr).toBe('');
+      expect(update.code).toBe(0);
+      expect(JSON.parse(update.stdout)).toMatchObject({ id: user.id, name: 'Through Nginx' });
+
+      const list = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/ListUsers', [
+        '-H',
+        `x-api-key: ${key}`,
+        '-d',
+        '{"limit":2}',
+      ]);
+      expect(list.stderr).toBe('');
+      expect(list.code).toBe(0);
+      const ids = [...list.stdout.matchAll(/"id": "(usr_[^"]+)"/g)].map((m) => m[1]);
+      expect(ids).toEqual((await env.services.core.users.page({ limit: 2 })).map((u) => u.id));
+    });
+  });
+
   it('gRPC with its instance down: UNAVAILABLE as a gRPC status, never an HTML page', async () => {
     await env.cluster.process('grpc-1').child.stop('SIGTERM');
     const client = userServiceClient(env.cluster.grpcAddress);
@@ -250,6 +402,33 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
       client.close();
     }
   });
+
+  it.skipIf(!bufPresent)(
+    'buf curl with the gRPC instance down: UNAVAILABLE with nginx’s message, given the schema',
+    async () => {
+      // (Already down after the test before.) Reflection has no server to ask, so buf curl cannot
+      // resolve the method (docs/grpc.md); with the schema from proto/ it sends the call and
+      // reports the status nginx answered.
+      await env.cluster.process('grpc-1').child.stop('SIGTERM');
+      const schema = join(root, 'proto');
+      const down = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/GetUser', [
+        '--schema',
+        schema,
+        '-d',
+        '{"user_id":"usr_00000000000000000000000000"}',
+      ]);
+      expect(down.stdout).toBe('');
+      expect(down.code, down.stderr).toBe(bufExit(grpc.status.UNAVAILABLE));
+      expect(JSON.parse(down.stderr)).toEqual({
+        code: 'unavailable',
+        message: 'The service is unavailable right now; retry shortly.',
+      });
+
+      const reflected = await bufCurl(env.cluster.grpcAddress, '/users.v1.UserService/GetUser', ['-d', '{}']);
+      expect(reflected.code).not.toBe(0);
+      expect(reflected.stderr).toContain('failed to find service named "users.v1.UserService" in schema');
+    },
+  );
 
   it('REST, GraphQL and the token server with their instances down: 502 in each one’s shape', async () => {
     await env.cluster.process('api-1').child.stop('SIGTERM');
