@@ -59,6 +59,8 @@ const ERRORS: NginxError[] = [
   { raised: [413], status: 413, error: asAtrium(413) },
   // A request line or header over nginx's buffers: what Atrium's own HTTP parser answers for a head
   // over its limit (431), rather than nginx's non-standard 494 or a 414 naming only the line.
+  // nginx has no reason phrase for 431: its status line is `HTTP/1.1 431 `, which HTTP/1.1 allows
+  // and stock nginx cannot change (docs/deployment.md); the body says what went wrong.
   { raised: [414, 494], status: 431, error: asAtrium(431) },
   { raised: [500], status: 500, error: asAtrium(500) },
   // 502: no instance of the role could be reached, or one closed the connection before answering
