@@ -171,14 +171,30 @@ export async function runCluster(argv: string[]): Promise<number> {
     });
     // A process that died left a log worth reading: the run directory stays then, and says where.
     let exitedAlone = false;
-    cluster.watch((exit) => {
-      exitedAlone = true;
-      const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
-      const ports = exit.grpcPort ? `port ${exit.port}, gRPC ${exit.grpcPort}` : `port ${exit.port}`;
-      process.stderr.write(
-        `atrium cluster: ${exit.name} (role ${exit.role}, ${ports}) exited with ${how} and is not restarted; ` +
-          `its log: ${exit.log}; to bring it back, stop the cluster (Ctrl-C) and start it again\n`,
-      );
+    const ports = (p: { port: number; grpcPort?: number }) =>
+      p.grpcPort ? `port ${p.port}, gRPC ${p.grpcPort}` : `port ${p.port}`;
+    cluster.supervise({
+      exited(exit) {
+        exitedAlone = true;
+        const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+        const what =
+          exit.restartInMs === undefined
+            ? 'is not restarted'
+            : `restarting it in ${exit.restartInMs / 1000} s (exit ${exit.exits} in a row)`;
+        const after =
+          exit.role === 'nginx' ? '; to bring it back, stop the cluster (Ctrl-C) and start it again' : '';
+        process.stderr.write(
+          `atrium cluster: ${exit.name} (role ${exit.role}, ${ports(exit)}) exited with ${how}; ${what}; its log: ${exit.log}${after}\n`,
+        );
+      },
+      restarted(back) {
+        process.stderr.write(
+          `atrium cluster: ${back.name} (role ${back.role}, ${ports(back)}) restarted and ready, pid ${back.pid}\n`,
+        );
+      },
+      notReady(name, reason) {
+        process.stderr.write(`atrium cluster: ${name} restarted but not ready: ${reason}\n`);
+      },
     });
     process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);
 

@@ -68,6 +68,46 @@ export interface UnexpectedExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   log: string;
+  /** When it is started again, in ms from now; undefined: it is not (nginx, or the cluster stops). */
+  restartInMs?: number;
+  /** How many times in a row it has exited (1 the first time; reset once it stays up). */
+  exits: number;
+}
+
+/** A process of the cluster started again after an UnexpectedExit, and ready. */
+export interface Restarted {
+  name: string;
+  role: string;
+  port: number;
+  grpcPort?: number;
+  pid: number | undefined;
+}
+
+/** What supervise() tells its caller. */
+export interface SupervisorEvents {
+  exited(exit: UnexpectedExit): void;
+  restarted?(restarted: Restarted): void;
+  /** Started again, but alive and not ready within the start timeout: left running, as it is. */
+  notReady?(name: string, reason: string): void;
+}
+
+/**
+ * The restart delay after a process's n-th exit in a row: 1 s, doubled each time, at most 30 s
+ * (as systemd's RestartSec with steps, or Kubernetes' CrashLoopBackOff, though shorter: one machine,
+ * and a crash is worth retrying soon). A process ready for RESTART_RESET_AFTER_MS counts as up: its
+ * next exit waits 1 s again.
+ */
+export const RESTART_BACKOFF_MS = { initial: 1_000, max: 30_000 } as const;
+export const RESTART_RESET_AFTER_MS = 60_000;
+export const restartDelayMs = (exits: number): number =>
+  Math.min(RESTART_BACKOFF_MS.initial * 2 ** Math.max(0, exits - 1), RESTART_BACKOFF_MS.max);
+
+interface RestartState {
+  /** Exits in a row (see RESTART_RESET_AFTER_MS). */
+  exits: number;
+  /** When it was last ready; undefined while it is down or starting. */
+  readyAt: number | undefined;
+  timer: NodeJS.Timeout | undefined;
 }
 
 export interface RunningProcess {
@@ -88,6 +128,9 @@ export class Cluster {
   private nginx: Child | undefined;
   private migrating: Child | undefined;
   private site: NginxSite | undefined;
+  /** stop() has begun: nothing is restarted any more. */
+  private stopping = false;
+  private readonly restarts = new Map<string, RestartState>();
   /** runDir was made by start(), so stop() removes it: nothing is left in /tmp after a run. */
   private readonly ownsRunDir: boolean;
   private constructor(
@@ -327,6 +370,8 @@ export class Cluster {
    * run directory when start() made it, unless `keepRunDir` (logs worth reading: a process died).
    */
   async stop(options: { keepRunDir?: boolean } = {}): Promise<void> {
+    this.stopping = true;
+    for (const state of this.restarts.values()) clearTimeout(state.timer);
     await this.migrating?.stop('SIGTERM');
     await this.nginx?.stop('SIGQUIT', 10_000);
     await this.nginx?.closeLog();
@@ -340,32 +385,78 @@ export class Cluster {
   }
 
   /**
-   * Calls `report` whenever one of the processes or nginx exits without stop() or restart() having
-   * stopped it. Nothing restarts it; the caller says so (docs/deployment.md).
+   * Supervises the processes from now on: one that exits without stop() or restart() having stopped
+   * it (a crash, an OOM kill, a signal from outside, even a clean exit) is reported, then started
+   * again on the same ports after restartDelayMs (1 s, doubling to 30 s while it keeps exiting),
+   * and reported again once ready. Meanwhile nginx sends its role's requests to the instances left
+   * (a role with none answers 502). nginx itself is reported, not restarted: a master killed
+   * outright can leave workers holding its ports.
    */
-  watch(report: (exit: UnexpectedExit) => void): void {
+  supervise(events: SupervisorEvents): void {
     for (const p of this.processes) {
-      p.child.onUnexpectedExit = (code, signal) =>
-        report({
-          name: p.spec.name,
-          role: p.spec.role,
-          port: p.spec.port,
-          ...(p.spec.grpcPort > 0 ? { grpcPort: p.spec.grpcPort } : {}),
-          code,
-          signal,
-          log: join(this.runDir, 'logs', `${p.spec.name}.log`),
-        });
+      this.restarts.set(p.spec.name, { exits: 0, readyAt: Date.now(), timer: undefined });
+      p.child.onUnexpectedExit = (code, signal) => this.exited(p, code, signal, events);
     }
     if (this.nginx)
       this.nginx.onUnexpectedExit = (code, signal) =>
-        report({
+        events.exited({
           name: 'nginx',
           role: 'nginx',
           port: this.options.httpPort,
           code,
           signal,
           log: join(this.runDir, 'error.log'),
+          exits: 1,
         });
+  }
+
+  private exited(
+    p: RunningProcess,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    events: SupervisorEvents,
+  ): void {
+    const state = this.restarts.get(p.spec.name)!;
+    if (state.readyAt !== undefined && Date.now() - state.readyAt >= RESTART_RESET_AFTER_MS) state.exits = 0;
+    state.readyAt = undefined;
+    state.exits++;
+    const delay = this.stopping ? undefined : restartDelayMs(state.exits);
+    events.exited({
+      ...this.describe(p),
+      code,
+      signal,
+      log: join(this.runDir, 'logs', `${p.spec.name}.log`),
+      exits: state.exits,
+      ...(delay === undefined ? {} : { restartInMs: delay }),
+    });
+    if (delay === undefined) return;
+    clearTimeout(state.timer);
+    state.timer = setTimeout(() => void this.revive(p, state, events), delay);
+  }
+
+  private async revive(p: RunningProcess, state: RestartState, events: SupervisorEvents): Promise<void> {
+    state.timer = undefined;
+    if (this.stopping || p.child.running) return;
+    try {
+      await this.startProcess(p);
+    } catch (err) {
+      // Exited while starting: already reported, and its next start planned (exited above).
+      if (this.stopping || !p.child.running) return;
+      events.notReady?.(p.spec.name, (err as Error).message.split('\n')[0]!);
+      return;
+    }
+    if (this.stopping) return;
+    state.readyAt = Date.now();
+    events.restarted?.({ ...this.describe(p), pid: p.child.pid });
+  }
+
+  private describe(p: RunningProcess): { name: string; role: string; port: number; grpcPort?: number } {
+    return {
+      name: p.spec.name,
+      role: p.spec.role,
+      port: p.spec.port,
+      ...(p.spec.grpcPort > 0 ? { grpcPort: p.spec.grpcPort } : {}),
+    };
   }
 
   /** Removes the run directory (logs, nginx config), even one given as `runDir`; after stop(). */

@@ -334,19 +334,51 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
     );
   });
 
-  it('says which process exited, with its role, port and signal, when one stops by itself', async ({
+  it('restarts a process that exits by itself, with a growing delay, and says so; it serves again', async ({
     skip: skipIt,
   }) => {
     if (skip) skipIt();
     await withClusterCommand({ layout: { api: 2, auth: 0, grpc: 0, worker: 0 } }, async (run) => {
       await run.printed();
-      const ready = JSON.parse(run.out.stdout) as { processes: { name: string; pid: number }[] };
+      const ready = JSON.parse(run.out.stdout) as {
+        http: string;
+        logs: string;
+        processes: { name: string; pid: number; url: string }[];
+      };
       const api1 = ready.processes.find((p) => p.name === 'api-1')!;
-      process.kill(api1.pid, 'SIGTERM');
-      await until(() => /api-1 .*exited/.test(run.out.stderr) || run.child.exitCode !== null);
-      const line = run.out.stderr.split('\n').find((l) => l.includes('api-1'))!;
-      expect(line).toContain(`role api, port ${run.basePort}`);
-      expect(line).toMatch(/exited with (signal SIGTERM|code 0)/);
+      const lines = () => run.out.stderr.split('\n').filter((l) => l.includes('api-1 '));
+      const pidOf = (line: string | undefined) => Number(/pid (\d+)/.exec(line ?? '')?.[1]);
+
+      // Killed outright, by the PID the cluster printed (never a broad pattern).
+      process.kill(api1.pid, 'SIGKILL');
+      await until(() => lines().some((l) => l.includes('restarted')) || run.child.exitCode !== null);
+      const [exited, back] = lines();
+      expect(exited, run.out.stderr).toBe(
+        `atrium cluster: api-1 (role api, port ${run.basePort}) exited with signal SIGKILL; ` +
+          `restarting it in 1 s (exit 1 in a row); its log: ${ready.logs}/api-1.log`,
+      );
+      expect(back).toMatch(
+        new RegExp(
+          `^atrium cluster: api-1 \\(role api, port ${run.basePort}\\) restarted and ready, pid \\d+$`,
+        ),
+      );
+      const pid = pidOf(back);
+      expect(pid).not.toBe(api1.pid);
+      expect(alive(pid)).toBe(true);
+      // It serves again, on its own port and through nginx (which takes it back after fail_timeout).
+      const direct = await fetch(`${api1.url}/readyz`);
+      expect(direct.status).toBe(200);
+      for (let i = 0; i < 4; i++) expect((await fetch(`${ready.http}/healthz`)).status).toBe(200);
+
+      // A second exit soon after waits twice as long.
+      process.kill(pid, 'SIGTERM');
+      await until(() => lines().length >= 4 || run.child.exitCode !== null);
+      expect(lines()[2]).toMatch(
+        /exited with (signal SIGTERM|code 0); restarting it in 2 s \(exit 2 in a row\)/,
+      );
+      expect(pidOf(lines()[3])).not.toBe(pid);
+      expect((await fetch(`${api1.url}/readyz`)).status).toBe(200);
+
       run.child.kill('SIGTERM');
       expect(await run.exited, run.out.stderr).toBe(0);
       // A process died: its log is worth reading, so the run directory stays, and it says where.
@@ -354,6 +386,8 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
       expect(kept, run.out.stderr).toBeDefined();
       expect(existsSync(join(kept!, 'logs', 'api-1.log'))).toBe(true);
       rmSync(kept!, { recursive: true, force: true });
+      // Nothing of it is left running.
+      expect(alive(pidOf(lines()[3]))).toBe(false);
     });
   });
   it('a cluster stopped by a signal leaves no run directory behind', async ({ skip: skipIt }) => {
