@@ -53,3 +53,21 @@ describe('StoreOutageLog', () => {
     ]);
   });
 });
+
+describe('StoreOutageLog with wording of its own', () => {
+  it('says what the component does meanwhile and afterwards, in the same two lines', () => {
+    const { lines, logger } = memoryLog('info');
+    const outage = new StoreOutageLog(logger, {
+      down: 'requests answered 503',
+      up: 'requests served again',
+    });
+    for (let i = 0; i < 3; i++) expect(outage.unreachable(refused())).toBe(true);
+    outage.answered();
+    expect(lines.map((l) => l.msg)).toEqual([
+      'database unreachable: requests answered 503 (not logged again until it answers)',
+      'database answers again: requests served again',
+    ]);
+    expect(lines[0]).toMatchObject({ level: 40, code: 'ECONNREFUSED' });
+    expect(lines[1]).toMatchObject({ level: 40, failures: 3 });
+  });
+});
