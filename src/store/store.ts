@@ -1,5 +1,17 @@
 import SQLite from 'better-sqlite3';
-import { Kysely, type KyselyPlugin, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  Kysely,
+  type KyselyPlugin,
+  Migrator,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  PostgresDialect,
+  type QueryResult,
+  type RootOperationNode,
+  SqliteDialect,
+  sql,
+  type UnknownRow,
+} from 'kysely';
 import pg from 'pg';
 import { ConfigError } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
@@ -30,6 +42,12 @@ export interface Store {
    * cache kept in this process's memory cannot be kept fresh there (only one shared through Redis).
    */
   readonly foreignCommits: (() => number) | undefined;
+  /**
+   * Calls `listener` after every statement the database answered (a failed one does not count),
+   * whoever sent it; returns the function that stops it. A component that logs a database outage
+   * once (StoreOutageLog) ends it here, at the first answer, without a probe of its own.
+   */
+  onAnswer(listener: () => void): () => void;
 }
 
 /** Kysely's log hook, used only to count statements; it runs once per executed query. */
@@ -47,13 +65,30 @@ export interface StoreOptions {
   plugins?: KyselyPlugin[];
 }
 
-export function openStore(databaseUrl: string, options: StoreOptions = {}): Store {
-  const plugins = options.plugins ?? [];
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length), plugins);
-  return openPostgres(databaseUrl, options.poolSize ?? 10, plugins);
+/**
+ * A plugin, last of all, whose result step runs only when the statement answered and every other
+ * plugin passed its result on: there it tells the store's `onAnswer` listeners.
+ */
+class AnswerListeners implements KyselyPlugin {
+  readonly listeners = new Set<() => void>();
+  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+    return node;
+  }
+  async transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    for (const listener of this.listeners) listener();
+    return result;
+  }
 }
 
-function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
+export function openStore(databaseUrl: string, options: StoreOptions = {}): Store {
+  const answers = new AnswerListeners();
+  const plugins = [...(options.plugins ?? []), answers];
+  if (databaseUrl.startsWith('sqlite:'))
+    return openSqlite(databaseUrl.slice('sqlite:'.length), plugins, answers);
+  return openPostgres(databaseUrl, options.poolSize ?? 10, plugins, answers);
+}
+
+function openSqlite(path: string, plugins: KyselyPlugin[], answers: AnswerListeners): Store {
   const memory = path === ':memory:' || path === '';
   if (!memory) sqliteFolderMade(path);
   const conn = openSqliteFile(memory ? ':memory:' : path);
@@ -70,6 +105,7 @@ function openSqlite(path: string, plugins: KyselyPlugin[]): Store {
     'sqlite',
     () => undefined,
     counter,
+    answers,
     () => dataVersion.get() as number,
   );
 }
@@ -178,7 +214,7 @@ function refusingNul(pool: pg.Pool): pg.Pool {
   });
 }
 
-function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store {
+function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers: AnswerListeners): Store {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
@@ -197,6 +233,7 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[]): Store 
       waiting: pool.waitingCount,
     }),
     counter,
+    answers,
   );
 }
 
@@ -205,6 +242,7 @@ function makeStore(
   dialect: Dialect,
   poolStats: Store['poolStats'],
   counter: { n: number },
+  answers: AnswerListeners,
   foreignCommits?: () => number,
 ): Store {
   return {
@@ -213,6 +251,12 @@ function makeStore(
     poolStats,
     foreignCommits,
     statementCount: () => counter.n,
+    onAnswer(listener) {
+      // A function of its own, so one listener given twice is two subscriptions, each stoppable.
+      const own = () => listener();
+      answers.listeners.add(own);
+      return () => void answers.listeners.delete(own);
+    },
     async migrate() {
       // Numbers are handed out to parallel work, so a database may have a later one applied before
       // an earlier one lands; each migration stands alone, so that order is harmless.

@@ -92,6 +92,22 @@ describe(`store on ${testDialect()}`, () => {
     await store.ping();
   });
 
+  it('tells onAnswer listeners of every statement the database answered, and of no failed one', async () => {
+    let answers = 0;
+    const stop = store.onAnswer(() => (answers += 1));
+    await store.ping();
+    await store.db.selectFrom('users').select('id').execute();
+    await store.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('users').select('id').execute();
+    });
+    expect(answers).toBe(3);
+    await rejectionOf(sql`select * from no_such_table`.execute(store.db));
+    expect(answers).toBe(3);
+    stop();
+    await store.ping();
+    expect(answers).toBe(3);
+  });
+
   it('enforces foreign keys', async () => {
     const err = await rejectionOf(
       store.db.insertInto('users').values(user('usr_fk', 'org_missing')).execute(),
