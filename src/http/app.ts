@@ -12,7 +12,7 @@ import { DomainError } from '../domain/errors.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
-import { sendError } from './errors.js';
+import { sendError, watchStoreOutages } from './errors.js';
 import { keepAliveAfterRefusedBody } from './refused-body.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import type { ReadinessCheck } from '../process/readiness.js';
@@ -116,6 +116,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   answerUnmetExpectations(app.server as Server);
   app.decorate('errorDialects', []);
+  watchStoreOutages(app, options.logger, options.store);
   // Credentials first, on every route: the caller step may only run on request.
   app.addHook('onRoute', (route) => {
     const hook = authStepTooLate(route as unknown as Record<string, unknown>);

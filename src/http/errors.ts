@@ -2,6 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import { StoreOutageLog } from '../store/outage-log.js';
+import type { Store } from '../store/store.js';
 import { restDetails } from './rest/field-names.js';
 
 /** A client gets at most this many field problems; the rest are counted, not listed. */
@@ -227,7 +229,36 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Registered by the APIs that need one; read by sendError for every error on their paths. */
     errorDialects: ErrorDialect[];
+    /** The database outage as this app's requests meet it (see `loggedAsOutage`). */
+    storeOutage: StoreOutageLog;
   }
+}
+
+/**
+ * Gives an HTTP app the one outage log its surfaces share (REST, GraphQL over HTTP, the token
+ * server and its pages), ended by the first statement the database answers, whoever sent it.
+ */
+export function watchStoreOutages(app: FastifyInstance, log: StoreOutageLogTarget, store: Store): void {
+  const outage = new StoreOutageLog(log, {
+    down: 'requests answered 503 with Retry-After',
+    up: 'requests served',
+  });
+  const stop = store.onAnswer(() => outage.answered());
+  app.decorate('storeOutage', outage);
+  app.addHook('onClose', async () => stop());
+}
+
+type StoreOutageLogTarget = ConstructorParameters<typeof StoreOutageLog>[0];
+
+/**
+ * The rule for a request answered 503 because the database cannot be reached, on every HTTP
+ * surface: the outage is logged once (a warning with the driver's message and code, no stack) and
+ * its end once, not one line per request (one error with a stack per token request, during a
+ * PostgreSQL outage, until this rule). True when `thrown` is such a failure (logged, or counted
+ * when already logged); false for anything else, which the caller logs in full as before.
+ */
+export function loggedAsOutage(request: FastifyRequest, thrown: unknown): boolean {
+  return request.server.storeOutage.unreachable(thrown);
 }
 
 /**
@@ -266,8 +297,7 @@ export function sendError(
 ): FastifyReply {
   const err = toDomainError(thrown);
   if (err.code === 'internal_error') request.log.error({ err: thrown }, 'unhandled error');
-  else if (err.code === 'unavailable' && !(thrown instanceof DomainError))
-    request.log.warn({ err: (thrown as Error)?.message }, 'database unavailable; answered 503');
+  else if (err.code === 'unavailable' && !(thrown instanceof DomainError)) loggedAsOutage(request, thrown);
   const { status, body } = errorBody(err, String(request.id), upperCase?.(err.code) ?? false);
   const www = err.meta.wwwAuthenticate;
   if (typeof www === 'string') reply.header('WWW-Authenticate', www);

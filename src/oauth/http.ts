@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
 import { InvalidRequest, OAuthError, ServerError } from './errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
+import { loggedAsOutage } from '../http/errors.js';
 
 /** Form bodies of the token server are small; a larger one is an attack or a mistake. */
 export const FORM_BODY_LIMIT = 16 * 1024;
@@ -82,7 +83,9 @@ export function oauthScope(scope: FastifyInstance): void {
 
 export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, thrown: unknown): FastifyReply {
   const err = toOAuthError(thrown);
-  if (err.status >= 500) request.log.error({ err: thrown }, 'token server error');
+  // A database outage is logged once for every surface (loggedAsOutage); anything else in full.
+  if (err.status >= 500 && !(err.status === 503 && loggedAsOutage(request, thrown)))
+    request.log.error({ err: thrown }, 'token server error');
   noStore(reply);
   return reply.code(err.status).headers(err.headers).type('application/json; charset=utf-8').send(err.body());
 }

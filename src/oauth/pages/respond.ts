@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
+import { loggedAsOutage } from '../../http/errors.js';
 import { isStoreUnavailable } from '../../store/errors.js';
 import { errorPage, unavailablePage } from './html.js';
 
@@ -68,10 +69,12 @@ export async function guarded(
     // The database is restarting or unreachable: say so, and when to retry, as /oauth/token's 503
     // temporarily_unavailable does; a 500 would tell the person something is broken for good.
     if (isStoreUnavailable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
-      request.log.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'authorization page: store unavailable',
-      );
+      // A database outage is logged once for every surface (loggedAsOutage); a deadline each time.
+      if (!loggedAsOutage(request, err))
+        request.log.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'authorization page answered 503',
+        );
       reply.header('Retry-After', '1');
       return sendPage(reply, 503, unavailablePage());
     }
