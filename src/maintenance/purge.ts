@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { type Clock, iso } from '../domain/clock.js';
 import { REFRESH_TOKEN_TTL_SECONDS } from '../oauth/tokens.js';
+import { StoreOutageLog } from '../store/outage-log.js';
 import type { Db, Store } from '../store/store.js';
 
 /** How often the job runs (and once at start). */
@@ -173,6 +174,8 @@ export class PurgeJob {
   readonly #maxBatches: number;
   readonly #kinds: readonly PurgeKind[];
   readonly #purged: Counter<'kind'>;
+  /** A database outage is one line while it lasts, not one stack per kind every run. */
+  readonly #outage: StoreOutageLog;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
@@ -193,26 +196,34 @@ export class PurgeJob {
       });
     // Every kind shows in /metrics from the start, at 0.
     for (const kind of this.#kinds) this.#purged.inc({ kind: kind.name }, 0);
+    this.#outage = new StoreOutageLog(deps.logger, {
+      down: 'purge paused, retrying next run',
+      up: 'purge resumed',
+    });
   }
 
-  /** Runs every kind once; returns the rows deleted per kind. */
+  /**
+   * Runs every kind once; returns the rows deleted per kind. A database that cannot be reached
+   * ends the run (every kind after would meet it too) and is logged once until a batch answers
+   * again; any other failure of a kind is logged in full, and the next kind still runs.
+   */
   async runOnce(): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
+    const counts: Record<string, number> = Object.fromEntries(this.#kinds.map((k) => [k.name, 0]));
     for (const kind of this.#kinds) {
-      let total = 0;
       try {
         for (let i = 0; i < this.#maxBatches && !this.#stopped; i++) {
           const n = await kind.batch(this.#deps.store.db, this.#deps.clock.now(), this.#batchSize);
-          total += n;
+          this.#outage.answered();
+          counts[kind.name]! += n;
           this.#purged.inc({ kind: kind.name }, n);
           if (n < this.#batchSize) break;
           // Let requests in between batches (SQLite runs on this thread).
           await new Promise((resolve) => setImmediate(resolve));
         }
       } catch (err) {
+        if (this.#outage.unreachable(err)) break;
         this.#deps.logger.warn({ err, kind: kind.name }, 'purge failed; retrying next run');
       }
-      counts[kind.name] = total;
     }
     if (Object.values(counts).some((n) => n > 0)) this.#deps.logger.info({ purged: counts }, 'purged');
     return counts;
