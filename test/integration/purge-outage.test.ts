@@ -10,7 +10,7 @@ import {
 import { memoryLog } from '../helpers/memory-log.js';
 
 /**
- * docs/deployment.md, "What is logged during a database outage": the purge job logs a database
+ * docs/deployment.md, "What is logged while PostgreSQL is away": the purge job logs a database
  * outage once (a warning with the driver's message and code, no stack) and once when a batch
  * answers again, not one warning with a stack per kind every ten-minute run; any other failure of
  * a kind is still logged in full, every run.

@@ -122,7 +122,7 @@ function expectUnavailableBody(text: string) {
 }
 
 /**
- * docs/deployment.md, "What is logged during a database outage": the token server logs a database
+ * docs/deployment.md, "What is logged while PostgreSQL is away": the token server logs a database
  * outage once (a warning with the driver's message and code, no stack) and once when the database
  * answers again, not one error with a stack per token request; its answers stay the spec's 503
  * temporarily_unavailable. An oauth4webapi client, over a socket, against PostgreSQL behind a proxy
