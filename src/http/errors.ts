@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import { StoreOutageLog } from '../store/outage-log.js';
@@ -235,10 +236,11 @@ declare module 'fastify' {
 }
 
 /**
- * Gives an HTTP app the one outage log its surfaces share (REST, GraphQL over HTTP, the token
- * server and its pages), ended by the first statement the database answers, whoever sent it.
+ * Gives an HTTP app the one outage log its surfaces share (every error `sendError` writes, the
+ * token server's and its sign-in pages'), ended by the first statement the database answers,
+ * whoever sent it (a request, /readyz, a worker).
  */
-export function watchStoreOutages(app: FastifyInstance, log: StoreOutageLogTarget, store: Store): void {
+export function watchStoreOutages(app: FastifyInstance, log: Logger, store: Store): void {
   const outage = new StoreOutageLog(log, {
     down: 'requests answered 503 with Retry-After',
     up: 'requests served',
@@ -248,14 +250,12 @@ export function watchStoreOutages(app: FastifyInstance, log: StoreOutageLogTarge
   app.addHook('onClose', async () => stop());
 }
 
-type StoreOutageLogTarget = ConstructorParameters<typeof StoreOutageLog>[0];
-
 /**
  * The rule for a request answered 503 because the database cannot be reached, on every HTTP
  * surface: the outage is logged once (a warning with the driver's message and code, no stack) and
- * its end once, not one line per request (one error with a stack per token request, during a
- * PostgreSQL outage, until this rule). True when `thrown` is such a failure (logged, or counted
- * when already logged); false for anything else, which the caller logs in full as before.
+ * its end once, not once per request (the token server used to log an error with a stack for
+ * every token request of an outage). True when `thrown` is such a failure (logged, or counted when
+ * already logged); false for anything else, which the caller logs in full as before.
  */
 export function loggedAsOutage(request: FastifyRequest, thrown: unknown): boolean {
   return request.server.storeOutage.unreachable(thrown);
