@@ -6,7 +6,10 @@
 export type BroadcastListener = (message: unknown) => void;
 
 export interface Broadcast {
-  /** Sends `message` (JSON-serialisable) to every listener of `channel`, here and elsewhere. */
+  /**
+   * Sends `message` (JSON-serialisable) to every listener of `channel`, here and elsewhere. Rejects
+   * when the shared layer could not carry it to other instances; listeners here hear it regardless.
+   */
   publish(channel: string, message: unknown): Promise<void>;
   /**
    * Listens to `channel` from the moment the returned promise resolves (the shared layer has

@@ -11,12 +11,28 @@ import type { SharedStateHealth } from './health.js';
 export const SUBSCRIBE_WAIT_MS = 5_000;
 
 /**
+ * How many messages heard here without Redis (see `publish`) are remembered, so that a copy Redis
+ * delivers late is not heard twice. Late copies are only of publishes in flight when Redis stopped
+ * answering (calls made after that are never sent), so a handful; the bound only caps the memory of
+ * a long outage.
+ */
+const HEARD_HERE_MAX = 1_000;
+
+/**
  * Redis pub/sub: a message published by any instance reaches the listeners of every instance,
- * this one included (local listeners hear it from Redis too, never directly, so nobody gets it
+ * this one included (local listeners hear it from Redis too, not directly, so nobody gets it
  * twice). Pub/sub is at most once, which is what the spec promises for shared delivery.
+ *
+ * When Redis cannot carry a message (down, or not answering), this instance's listeners hear it
+ * directly, as they would from the in-process broadcast, and only other instances miss it. A
+ * publish that was sent but not answered in time may still reach Redis later (a server continued
+ * after SIGCONT, a path that heals, ioredis resending it on a new connection): that late copy is
+ * dropped here, so each listener still hears a message at most once.
  */
 export class RedisBroadcast implements Broadcast {
   private readonly channels = new Map<string, Set<BroadcastListener>>();
+  /** Messages (channel and JSON text) delivered here because Redis could not carry them. */
+  private readonly heardHere = new Set<string>();
   private subscriberConnection: Redis | undefined;
 
   constructor(
@@ -34,6 +50,8 @@ export class RedisBroadcast implements Broadcast {
     subscriber.on('error', () => undefined);
     subscriber.on('message', (channel: string, text: string) => {
       if (!channel.startsWith(this.prefix)) return;
+      // The late copy of a message already delivered here without Redis.
+      if (this.heardHere.delete(heardKey(channel.slice(this.prefix.length), text))) return;
       let message: unknown;
       try {
         message = JSON.parse(text);
@@ -45,9 +63,27 @@ export class RedisBroadcast implements Broadcast {
     return subscriber;
   }
 
+  /** Rejects when Redis did not carry the message; this instance's listeners have it all the same. */
   async publish(channel: string, message: unknown): Promise<void> {
-    const send = () => this.publisher.publish(this.prefix + channel, JSON.stringify(message));
-    await (this.health ? this.health.call(send) : send());
+    const text = JSON.stringify(message);
+    const send = () => this.publisher.publish(this.prefix + channel, text);
+    try {
+      await (this.health ? this.health.call(send) : send());
+    } catch (err) {
+      this.deliverHere(channel, text);
+      throw err;
+    }
+  }
+
+  private deliverHere(channel: string, text: string): void {
+    const key = heardKey(channel, text);
+    this.heardHere.delete(key);
+    this.heardHere.add(key);
+    if (this.heardHere.size > HEARD_HERE_MAX) {
+      const oldest = this.heardHere.values().next();
+      if (!oldest.done) this.heardHere.delete(oldest.value);
+    }
+    deliver(this.channels.get(channel), JSON.parse(text));
   }
 
   async subscribe(channel: string, listener: BroadcastListener): Promise<() => void> {
@@ -86,8 +122,11 @@ export class RedisBroadcast implements Broadcast {
 
   async close(): Promise<void> {
     this.channels.clear();
+    this.heardHere.clear();
     const subscriber = this.subscriberConnection;
     this.subscriberConnection = undefined;
     if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
   }
 }
+
+const heardKey = (channel: string, text: string): string => `${channel}\n${text}`;

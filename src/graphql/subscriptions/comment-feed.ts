@@ -45,9 +45,14 @@ export class CommentFeed {
     this.stopBridge = bus.on('comment.added', (signal) => {
       const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
       broadcast.publish(CHANNEL, message).catch((err: Error) => {
-        // At most once: a comment the broadcast could not carry is not retried. Counted and logged
-        // once per Redis outage, as the other shared parts are, not once per comment.
-        sharedHealth.degraded('broadcast', 'comment events are not broadcast to GraphQL subscribers', err);
+        // At most once: a comment the broadcast could not carry to other instances is not retried
+        // (this instance's subscribers have it all the same). Counted and logged once per Redis
+        // outage, as the other shared parts are, not once per comment.
+        sharedHealth.degraded(
+          'broadcast',
+          'comment events reach only the GraphQL subscribers of this instance',
+          err,
+        );
       });
     });
   }

@@ -292,7 +292,7 @@ describe('REST, the user cache, GraphQL and the broadcast while redis-server is 
     const lines = log.lines.map((l) => String(l.msg));
     expect(lines.filter((m) => m.startsWith('Redis unavailable')).sort()).toEqual([
       'Redis unavailable: GraphQL complexity budgets fail open (operations are not limited)',
-      'Redis unavailable: comment events are not broadcast to GraphQL subscribers',
+      'Redis unavailable: comment events reach only the GraphQL subscribers of this instance',
       'Redis unavailable: rate limits fail open (requests are not limited)',
       'Redis unavailable: user reads go to the database (not cached)',
     ]);

@@ -1,0 +1,266 @@
+import { createClient as createSseClient } from 'graphql-sse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { memoryLog } from '../../helpers/memory-log.js';
+import { TEST_REDIS_URL } from '../../helpers/redis.js';
+import { TcpProxy } from '../../helpers/tcp-proxy.js';
+import { wsClient } from './transports.js';
+
+/**
+ * GraphQL subscriptions (commentAdded) through the clients their users use, graphql-ws over `ws`
+ * and graphql-sse, while the Redis that carries the broadcast hangs (its connections stay open,
+ * nothing answers; the shared Redis behind a relay that stops forwarding) and after it answers
+ * again. docs/deployment.md, "When Redis or PostgreSQL fails".
+ *
+ * Bounds are loose (a loaded 2-vCPU machine): they tell "answered" from "held until
+ * REQUEST_TIMEOUT_MS (30 s)", nothing finer.
+ */
+const BOUNDED_MS = 5_000;
+const ARRIVAL_MS = 10_000;
+
+const SUBSCRIPTION =
+  'subscription Watch($postId: ID!) { commentAdded(postId: $postId) { id body post { id } } }';
+const ADD_COMMENT = `mutation($in: AddCommentInput!) { addComment(input: $in) {
+  comment { id body } errors { field message } } }`;
+
+type Transport = 'WS' | 'SSE';
+
+/** One live subscription through the real client, keeping everything it is told. */
+interface Sub {
+  readonly transport: Transport;
+  readonly ids: string[];
+  readonly errors: unknown[];
+  readonly ended: { value: boolean };
+  stop(): Promise<void>;
+}
+
+function subscribe(transport: Transport, base: string, postId: string, key: string): Sub {
+  const ids: string[] = [];
+  const errors: unknown[] = [];
+  const ended = { value: false };
+  const sink = {
+    next: (v: { data?: { commentAdded: { id: string } }; errors?: unknown[] }) => {
+      if (v.data?.commentAdded) ids.push(v.data.commentAdded.id);
+      if (v.errors) errors.push(...v.errors);
+    },
+    error: (e: unknown) => {
+      errors.push(e);
+      ended.value = true;
+    },
+    complete: () => (ended.value = true),
+  };
+  const payload = { query: SUBSCRIPTION, variables: { postId } };
+  if (transport === 'WS') {
+    const client = wsClient(base, { 'x-api-key': key });
+    const off = client.subscribe(payload, sink as never);
+    return {
+      transport,
+      ids,
+      errors,
+      ended,
+      stop: async () => {
+        off();
+        await client.dispose();
+      },
+    };
+  }
+  const client = createSseClient({
+    url: `${base}/graphql/stream`,
+    headers: { 'x-api-key': key },
+    retryAttempts: 0,
+  });
+  const off = client.subscribe(payload, sink as never);
+  return {
+    transport,
+    ids,
+    errors,
+    ended,
+    stop: async () => {
+      off();
+      client.dispose();
+    },
+  };
+}
+
+async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  ms = ARRIVAL_MS,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const timed = async <T>(run: () => Promise<T>): Promise<{ value: T; ms: number }> => {
+  const started = performance.now();
+  const value = await run();
+  return { value, ms: performance.now() - started };
+};
+
+describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and after', () => {
+  const log = memoryLog('warn');
+  let proxy: TcpProxy;
+  let atrium: TestAtrium;
+  let base: string;
+  let author: { userId: string; key: string; headers: Record<string, string> };
+  let reader: { userId: string; key: string };
+  let postId: string;
+  const subs: Sub[] = [];
+
+  beforeAll(async () => {
+    const redisUrl = new URL(TEST_REDIS_URL);
+    proxy = await TcpProxy.start({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
+    redisUrl.host = `127.0.0.1:${proxy.port}`;
+    atrium = await startTestAtrium({ REDIS_URL: redisUrl.toString(), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+    atrium.services.sharedHealth.useLogger(log.logger);
+    base = (await atrium.listen()).httpUrl!;
+    author = await atrium.caller({ handle: `hangauthor${process.pid}` });
+    reader = await atrium.caller({ handle: `hangreader${process.pid}` });
+    const actor = { id: author.userId, kind: 'user' as const, role: 'member' as const };
+    postId = (
+      await atrium.services.core.posts.create(actor, { title: 'Hang', body: 'b', authorId: author.userId })
+    ).id;
+  });
+  afterAll(async () => {
+    proxy?.resume();
+    await Promise.all(subs.map((s) => s.stop().catch(() => undefined)));
+    await atrium?.stop();
+    await proxy?.cut().catch(() => undefined);
+  });
+
+  /** addComment over HTTP POST, as a user's client sends it. */
+  const addComment = async (body: string) => {
+    const res = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...author.headers },
+      body: JSON.stringify({
+        query: ADD_COMMENT,
+        variables: { in: { body, authorId: author.userId, postId } },
+      }),
+    });
+    const json = (await res.json()) as {
+      data?: { addComment: { comment: { id: string } | null; errors: unknown[] } };
+      errors?: unknown[];
+    };
+    return { status: res.status, json, id: json.data?.addComment.comment?.id };
+  };
+
+  /** Subscriptions set up so far (each counted once its stream exists on the server). */
+  const subscriptionsSetUp = async (transport: Transport): Promise<number> => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const label = transport === 'WS' ? 'ws' : 'sse';
+    const match = new RegExp(
+      `^atrium_graphql_operations_total\\{transport="${label}",operation_type="subscription",outcome="ok"\\} (\\d+)$`,
+      'm',
+    ).exec(text);
+    return match ? Number(match[1]) : 0;
+  };
+
+  /** Opens one subscription per transport and waits until the server has set both up. */
+  const openBoth = async (): Promise<Sub[]> => {
+    const opened: Sub[] = [];
+    for (const transport of ['WS', 'SSE'] as const) {
+      const before = await subscriptionsSetUp(transport);
+      const sub = subscribe(transport, base, postId, reader.key);
+      subs.push(sub);
+      opened.push(sub);
+      await waitFor(
+        async () => (await subscriptionsSetUp(transport)) > before,
+        `a ${transport} subscription`,
+      );
+    }
+    return opened;
+  };
+
+  const metric = async (pattern: RegExp): Promise<number | undefined> => {
+    const match = pattern.exec(await (await fetch(`${base}/metrics`)).text());
+    return match ? Number(match[1]) : undefined;
+  };
+
+  const state = (list: Sub[]) =>
+    list.map((s) => ({ transport: s.transport, errors: s.errors, ended: s.ended.value }));
+  const open = (list: Sub[]) => list.map((s) => ({ transport: s.transport, errors: [], ended: false }));
+  const comment = (body: string) =>
+    atrium.services.core.comments.add(
+      { id: author.userId, kind: 'user', role: 'member' },
+      { body, authorId: author.userId, postId },
+    );
+
+  let before: Sub[];
+  let during: Sub[];
+  let after: Sub[];
+  const added: Record<'first' | 'inFlight' | 'hung' | 'back', string> = {
+    first: '',
+    inFlight: '',
+    hung: '',
+    back: '',
+  };
+
+  it('delivers a comment to both transports while Redis answers', async () => {
+    before = await openBoth();
+    const first = await addComment('before the hang');
+    expect(first.status).toBe(200);
+    added.first = first.id!;
+    await waitFor(() => before.every((s) => s.ids.includes(added.first)), 'the comment on both transports');
+  });
+
+  it('a comment added just as Redis hangs (its publish sent, never answered) reaches the subscribers here', async () => {
+    proxy.hang();
+    // The first call to Redis since the hang is this comment's publish: sent, then held by the relay.
+    added.inFlight = (await comment('as Redis hangs')).id;
+    await waitFor(
+      () => before.every((s) => s.ids.includes(added.inFlight)),
+      'the comment on both transports',
+    );
+    expect(state(before)).toEqual(open(before));
+  });
+
+  it('while Redis hangs: new subscriptions open, addComment answers in bounded time, every subscriber here hears it', async () => {
+    const opened = await timed(openBoth);
+    during = opened.value;
+    // Two subscriptions set up one after the other, each bounded like any request.
+    expect(opened.ms).toBeLessThan(2 * BOUNDED_MS);
+
+    const hung = await timed(() => addComment('during the hang'));
+    expect(hung.value.status).toBe(200);
+    expect(hung.value.json.errors).toBeUndefined();
+    expect(hung.value.json.data!.addComment.errors).toEqual([]);
+    expect(hung.ms).toBeLessThan(BOUNDED_MS);
+    added.hung = hung.value.id!;
+    await waitFor(
+      () => [...before, ...during].every((s) => s.ids.includes(added.hung)),
+      'the comment on all four subscriptions',
+    );
+    expect(state([...before, ...during])).toEqual(open([...before, ...during]));
+    expect(await metric(/^atrium_redis_up (\d+)$/m)).toBe(0);
+    expect(
+      await metric(/^atrium_shared_state_degraded_total\{component="broadcast"\} (\d+)$/m),
+    ).toBeGreaterThanOrEqual(2);
+  });
+
+  it('after Redis answers again: comments reach subscriptions opened before, during and after the hang, once each', async () => {
+    proxy.resume();
+    await waitFor(async () => (await metric(/^atrium_redis_up (\d+)$/m)) === 1, 'Redis to answer', 20_000);
+    after = await openBoth();
+    const back = await addComment('after the hang');
+    expect(back.status).toBe(200);
+    added.back = back.id!;
+    const all = [...before, ...during, ...after];
+    await waitFor(() => all.every((s) => s.ids.includes(added.back)), 'the comment on all six subscriptions');
+    // Time for a late copy of the publish held by the hang to arrive, if it were not dropped.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    for (const s of before) expect(s.ids).toEqual([added.first, added.inFlight, added.hung, added.back]);
+    for (const s of during) expect(s.ids).toEqual([added.hung, added.back]);
+    for (const s of after) expect(s.ids).toEqual([added.back]);
+    expect(state(all)).toEqual(open(all));
+
+    const lines = log.lines.map((l) => String(l.msg));
+    expect(lines.filter((m) => m.startsWith('Redis unavailable: comment'))).toEqual([
+      'Redis unavailable: comment events reach only the GraphQL subscribers of this instance',
+    ]);
+    expect(lines.filter((m) => m.startsWith('Redis is back'))).toHaveLength(1);
+  });
+});
