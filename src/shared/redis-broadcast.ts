@@ -19,6 +19,18 @@ export const SUBSCRIBE_WAIT_MS = 5_000;
 const HEARD_HERE_MAX = 1_000;
 
 /**
+ * How often the connection that listens to the broadcast asks Redis for a PONG. A listening
+ * connection sends nothing of its own, so without this it would never learn that it is dead: a path
+ * that forgot it (a NAT or firewall that dropped its state, a Redis restarted behind a partition)
+ * leaves it open and silent for good, and every subscription of the instance would hear nothing
+ * from other instances, with no error, while everything else works again. A PING unanswered for
+ * REDIS_SOCKET_TIMEOUT_MS (the connection's socketTimeout, src/shared/redis-connection.ts) drops
+ * the connection, and ioredis connects and subscribes again: a dead listening connection is
+ * replaced within about 7 s. One PING every 5 s per process costs nothing measurable.
+ */
+export const SUBSCRIBER_PING_MS = 5_000;
+
+/**
  * Redis pub/sub: a message published by any instance reaches the listeners of every instance,
  * this one included (local listeners hear it from Redis too, not directly, so nobody gets it
  * twice). Pub/sub is at most once, which is what the spec promises for shared delivery.
@@ -34,6 +46,7 @@ export class RedisBroadcast implements Broadcast {
   /** Messages (channel and JSON text) delivered here because Redis could not carry them. */
   private readonly heardHere = new Set<string>();
   private subscriberConnection: Redis | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly publisher: Redis,
@@ -48,6 +61,10 @@ export class RedisBroadcast implements Broadcast {
     const subscriber = this.publisher.duplicate();
     this.subscriberConnection = subscriber;
     subscriber.on('error', () => undefined);
+    this.heartbeat = setInterval(() => {
+      if (subscriber.status === 'ready') subscriber.ping().catch(() => undefined);
+    }, SUBSCRIBER_PING_MS);
+    this.heartbeat.unref();
     subscriber.on('message', (channel: string, text: string) => {
       if (!channel.startsWith(this.prefix)) return;
       // The late copy of a message already delivered here without Redis.
@@ -123,6 +140,7 @@ export class RedisBroadcast implements Broadcast {
   async close(): Promise<void> {
     this.channels.clear();
     this.heardHere.clear();
+    clearInterval(this.heartbeat);
     const subscriber = this.subscriberConnection;
     this.subscriberConnection = undefined;
     if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());

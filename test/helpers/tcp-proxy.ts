@@ -14,6 +14,7 @@ export class TcpProxy {
     private readonly sockets: Set<Socket>,
     private readonly pairs: Set<[Socket, Socket]>,
     private readonly state: { hung: boolean },
+    private readonly forgotten: WeakSet<Socket>,
     readonly port: number,
   ) {}
 
@@ -21,6 +22,7 @@ export class TcpProxy {
     const sockets = new Set<Socket>();
     const pairs = new Set<[Socket, Socket]>();
     const state = { hung: false };
+    const forgotten = new WeakSet<Socket>();
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host);
       const pair: [Socket, Socket] = [client, upstream];
@@ -35,13 +37,23 @@ export class TcpProxy {
         upstream.pause();
       } else flow(pair);
       client.on('close', () => (upstream.destroy(), pairs.delete(pair)));
-      upstream.on('close', () => (client.destroy(), pairs.delete(pair)));
+      upstream.on('close', () => {
+        pairs.delete(pair);
+        if (!forgotten.has(client)) client.destroy();
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
-    return new TcpProxy(server, sockets, pairs, state, (server.address() as { port: number }).port);
+    return new TcpProxy(
+      server,
+      sockets,
+      pairs,
+      state,
+      forgotten,
+      (server.address() as { port: number }).port,
+    );
   }
 
   /**
@@ -62,6 +74,25 @@ export class TcpProxy {
   resume(): void {
     this.state.hung = false;
     for (const pair of this.pairs) flow(pair);
+  }
+
+  /**
+   * The path forgets every connection open now, as a NAT or firewall that dropped its state does,
+   * or a server restarted behind a partition: the server's side is closed, the client's side stays
+   * open and silent for good (nothing forwarded either way, no FIN, no RST), so a client learns of
+   * it only by waiting for an answer that never comes. New connections are relayed as before
+   * (once `resume` is called, if hung).
+   */
+  forget(): void {
+    for (const pair of [...this.pairs]) {
+      const [client, upstream] = pair;
+      this.forgotten.add(client);
+      this.pairs.delete(pair);
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.destroy();
+    }
   }
 
   /** Drops every relayed connection and refuses new ones from now on. */

@@ -1,6 +1,14 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Atrium, createAtrium } from '../../../src/compose.js';
+import { parseConfig } from '../../../src/config/schema.js';
+import { SUBSCRIBER_PING_MS } from '../../../src/shared/redis-broadcast.js';
+import { REDIS_SOCKET_TIMEOUT_MS } from '../../../src/shared/redis-connection.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { testDialect } from '../../helpers/database.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
@@ -100,11 +108,19 @@ const timed = async <T>(run: () => Promise<T>): Promise<{ value: T; ms: number }
   return { value, ms: performance.now() - started };
 };
 
-describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and after', () => {
+/**
+ * An Atrium whose Redis is the shared one behind a relay (TcpProxy), listening, with a post, its
+ * author and a reader, for the enclosing describe block; subscriptions opened through it are
+ * stopped after the block.
+ */
+function relayedAtrium(options: { second?: boolean } = {}) {
   const log = memoryLog('warn');
   let proxy: TcpProxy;
   let atrium: TestAtrium;
   let base: string;
+  let second: Atrium | undefined;
+  let secondBase: string | undefined;
+  let dir: string | undefined;
   let author: { userId: string; key: string; headers: Record<string, string> };
   let reader: { userId: string; key: string };
   let postId: string;
@@ -114,9 +130,35 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
     const redisUrl = new URL(TEST_REDIS_URL);
     proxy = await TcpProxy.start({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
     redisUrl.host = `127.0.0.1:${proxy.port}`;
-    atrium = await startTestAtrium({ REDIS_URL: redisUrl.toString(), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+    const env: Record<string, string> = {
+      REDIS_URL: redisUrl.toString(),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    };
+    // A second instance shares the store: PostgreSQL, or an SQLite file (not one in memory each).
+    if (options.second && testDialect() === 'sqlite') {
+      dir = mkdtempSync(join(tmpdir(), 'atrium-subs-hang-'));
+      env.DATABASE_URL = `sqlite:${join(dir, 'shared.db')}`;
+    }
+    atrium = await startTestAtrium(env);
     atrium.services.sharedHealth.useLogger(log.logger);
     base = (await atrium.listen()).httpUrl!;
+    if (options.second) {
+      // Another instance, with its own path to the same Redis: what it publishes reaches this
+      // instance's subscribers only through this instance's listening connection.
+      second = await createAtrium(
+        parseConfig({
+          NODE_ENV: 'test',
+          LOG_LEVEL: 'silent',
+          DATABASE_URL: env.DATABASE_URL ?? atrium.database.url,
+          PORT: '0',
+          HOST: '127.0.0.1',
+          REDIS_URL: TEST_REDIS_URL,
+        }),
+        ['api', 'auth'],
+      );
+      secondBase = (await second.listen()).httpUrl!;
+    }
     author = await atrium.caller({ handle: `hangauthor${process.pid}` });
     reader = await atrium.caller({ handle: `hangreader${process.pid}` });
     const actor = { id: author.userId, kind: 'user' as const, role: 'member' as const };
@@ -127,13 +169,15 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
   afterAll(async () => {
     proxy?.resume();
     await Promise.all(subs.map((s) => s.stop().catch(() => undefined)));
+    await second?.close();
     await atrium?.stop();
     await proxy?.cut().catch(() => undefined);
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** addComment over HTTP POST, as a user's client sends it. */
-  const addComment = async (body: string) => {
-    const res = await fetch(`${base}/graphql`, {
+  /** addComment over HTTP POST, as a user's client sends it; to this instance or the second. */
+  const addComment = async (body: string, to: 'here' | 'second' = 'here') => {
+    const res = await fetch(`${to === 'here' ? base : secondBase}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', ...author.headers },
       body: JSON.stringify({
@@ -149,8 +193,8 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
   };
 
   /** Subscriptions set up so far (each counted once its stream exists on the server). */
-  const subscriptionsSetUp = async (transport: Transport): Promise<number> => {
-    const text = await (await fetch(`${base}/metrics`)).text();
+  const subscriptionsSetUp = async (transport: Transport, at: string): Promise<number> => {
+    const text = await (await fetch(`${at}/metrics`)).text();
     const label = transport === 'WS' ? 'ws' : 'sse';
     const match = new RegExp(
       `^atrium_graphql_operations_total\\{transport="${label}",operation_type="subscription",outcome="ok"\\} (\\d+)$`,
@@ -160,15 +204,16 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
   };
 
   /** Opens one subscription per transport and waits until the server has set both up. */
-  const openBoth = async (): Promise<Sub[]> => {
+  const openBoth = async (on: 'here' | 'second' = 'here'): Promise<Sub[]> => {
+    const at = on === 'here' ? base : secondBase!;
     const opened: Sub[] = [];
     for (const transport of ['WS', 'SSE'] as const) {
-      const before = await subscriptionsSetUp(transport);
-      const sub = subscribe(transport, base, postId, reader.key);
+      const before = await subscriptionsSetUp(transport, at);
+      const sub = subscribe(transport, at, postId, reader.key);
       subs.push(sub);
       opened.push(sub);
       await waitFor(
-        async () => (await subscriptionsSetUp(transport)) > before,
+        async () => (await subscriptionsSetUp(transport, at)) > before,
         `a ${transport} subscription`,
       );
     }
@@ -189,26 +234,49 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
       { body, authorId: author.userId, postId },
     );
 
+  return {
+    log,
+    proxy: () => proxy,
+    atrium: () => atrium,
+    addComment,
+    openBoth,
+    metric,
+    state,
+    open,
+    comment,
+  };
+}
+
+describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and after', () => {
+  const { log, proxy, addComment, openBoth, metric, state, open, comment } = relayedAtrium({ second: true });
+
   let before: Sub[];
+  /** On another instance, whose path to Redis never hangs: it hears only what Redis carries. */
+  let elsewhere: Sub[];
   let during: Sub[];
   let after: Sub[];
-  const added: Record<'first' | 'inFlight' | 'hung' | 'back', string> = {
+  const added: Record<'first' | 'inFlight' | 'hung' | 'later' | 'back', string> = {
     first: '',
     inFlight: '',
     hung: '',
+    later: '',
     back: '',
   };
 
   it('delivers a comment to both transports while Redis answers', async () => {
     before = await openBoth();
+    elsewhere = await openBoth('second');
     const first = await addComment('before the hang');
     expect(first.status).toBe(200);
     added.first = first.id!;
-    await waitFor(() => before.every((s) => s.ids.includes(added.first)), 'the comment on both transports');
+    await waitFor(
+      () => [...before, ...elsewhere].every((s) => s.ids.includes(added.first)),
+      'the comment on both transports, on both instances',
+    );
   });
 
   it('a comment added just as Redis hangs (its publish sent, never answered) reaches the subscribers here', async () => {
-    proxy.hang();
+    proxy().hang();
     // The first call to Redis since the hang is this comment's publish: sent, then held by the relay.
     added.inFlight = (await comment('as Redis hangs')).id;
     await waitFor(
@@ -241,8 +309,22 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
     ).toBeGreaterThanOrEqual(2);
   });
 
+  it("a hang that outlasts the socket timeout and the listening connection's PING changes none of that", async () => {
+    // Both connections are dropped by now (no answer within 2 s) and their reconnections hang too.
+    await new Promise((resolve) => setTimeout(resolve, SUBSCRIBER_PING_MS + 2 * REDIS_SOCKET_TIMEOUT_MS));
+    const later = await timed(() => addComment('later in the hang'));
+    expect(later.value.status).toBe(200);
+    expect(later.ms).toBeLessThan(BOUNDED_MS);
+    added.later = later.value.id!;
+    await waitFor(
+      () => [...before, ...during].every((s) => s.ids.includes(added.later)),
+      'the comment on all four subscriptions',
+    );
+    expect(state([...before, ...during])).toEqual(open([...before, ...during]));
+  });
+
   it('after Redis answers again: comments reach subscriptions opened before, during and after the hang, once each', async () => {
-    proxy.resume();
+    proxy().resume();
     await waitFor(async () => (await metric(/^atrium_redis_up (\d+)$/m)) === 1, 'Redis to answer', 20_000);
     after = await openBoth();
     const back = await addComment('after the hang');
@@ -252,8 +334,9 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
     await waitFor(() => all.every((s) => s.ids.includes(added.back)), 'the comment on all six subscriptions');
     // Time for a late copy of the publish held by the hang to arrive, if it were not dropped.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    for (const s of before) expect(s.ids).toEqual([added.first, added.inFlight, added.hung, added.back]);
-    for (const s of during) expect(s.ids).toEqual([added.hung, added.back]);
+    for (const s of before)
+      expect(s.ids).toEqual([added.first, added.inFlight, added.hung, added.later, added.back]);
+    for (const s of during) expect(s.ids).toEqual([added.hung, added.later, added.back]);
     for (const s of after) expect(s.ids).toEqual([added.back]);
     expect(state(all)).toEqual(open(all));
 
@@ -263,4 +346,54 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
     ]);
     expect(lines.filter((m) => m.startsWith('Redis is back'))).toHaveLength(1);
   });
+});
+
+/**
+ * The path to Redis forgets its connections (a NAT or firewall that dropped its state, a Redis
+ * restarted behind a partition): no refusal, no reset, the old connections just never answer
+ * again, while new ones work. Atrium's connection for commands notices on its next call; the
+ * connection that listens to the broadcast sends nothing while idle, so it must find out by
+ * itself, or every subscription of this instance would stay open and hear nothing for good.
+ */
+describe('commentAdded after the path to Redis forgot its connections', () => {
+  const { proxy, addComment, openBoth, metric, state, open } = relayedAtrium({ second: true });
+
+  it('subscriptions on both transports hear comments again, from this instance and another, each once', async () => {
+    const subs = await openBoth();
+    const first = await addComment('before', 'second');
+    await waitFor(() => subs.every((s) => s.ids.includes(first.id!)), 'a comment from the other instance');
+
+    proxy().forget();
+    // Published into a forgotten connection, never answered: this instance's subscribers have it.
+    const unanswered = await timed(() => addComment('into the forgotten connection'));
+    expect(unanswered.value.status).toBe(200);
+    expect(unanswered.ms).toBeLessThan(BOUNDED_MS);
+    await waitFor(() => subs.every((s) => s.ids.includes(unanswered.value.id!)), 'the comment here');
+    await waitFor(async () => (await metric(/^atrium_redis_up (\d+)$/m)) === 1, 'Redis to answer', 20_000);
+
+    // Comments added on the other instance reach these subscriptions only through this instance's
+    // listening connection, which must be replaced. At most once: one added before that may be
+    // lost, so keep adding until one arrives.
+    await waitFor(
+      async () => {
+        const { id } = await addComment('from the other instance', 'second');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return subs.every((s) => s.ids.includes(id!));
+      },
+      'a comment from the other instance after the path forgot',
+      30_000,
+    );
+    const fromSecond = await addComment('again from the other instance', 'second');
+    const fromHere = await addComment('again from this instance');
+    await waitFor(
+      () => subs.every((s) => s.ids.includes(fromSecond.id!) && s.ids.includes(fromHere.id!)),
+      'the last two comments',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    for (const s of subs) {
+      expect(new Set(s.ids).size).toBe(s.ids.length);
+      expect(s.ids.slice(-2)).toEqual([fromSecond.id, fromHere.id]);
+    }
+    expect(state(subs)).toEqual(open(subs));
+  }, 90_000);
 });
