@@ -55,10 +55,14 @@ export class RedisBroadcast implements Broadcast {
     private readonly health?: SharedStateHealth,
   ) {}
 
-  /** A connection in subscriber mode can do nothing else, so listening opens a second one, once. */
+  /**
+   * A connection in subscriber mode can do nothing else, so listening opens a second one, once. A
+   * SUBSCRIBE left unanswered by a dropped connection is sent again on the next one (the commands
+   * connection does not resend, src/shared/redis-connection.ts): subscribing twice is harmless.
+   */
   private get subscriber(): Redis {
     if (this.subscriberConnection) return this.subscriberConnection;
-    const subscriber = this.publisher.duplicate();
+    const subscriber = this.publisher.duplicate({ autoResendUnfulfilledCommands: true });
     this.subscriberConnection = subscriber;
     subscriber.on('error', () => undefined);
     this.heartbeat = setInterval(() => {

@@ -15,6 +15,16 @@ export const REDIS_SOCKET_TIMEOUT_MS = 4 * REDIS_CALL_TIMEOUT_MS;
  * The process's connection to Redis. Commands wait for a reconnection only briefly
  * (`maxRetriesPerRequest`), and the callers of src/shared never wait on it at all
  * (SharedStateHealth.call fails at once while it is not ready or not answering).
+ *
+ * A command still unanswered when its connection is dropped is not sent again on the next one
+ * (`autoResendUnfulfilledCommands`, on by default in ioredis): its caller gave up on it after
+ * REDIS_CALL_TIMEOUT_MS, long before the socket timeout, and went ahead without it. Sent again, it
+ * would run late and may run twice, since a hung server still reads what the old connection had
+ * delivered once it answers again: a comment event published as Redis hung reached every
+ * instance's subscribers twice once it answered (at most once, the spec says;
+ * test/integration/graphql/subscriptions-redis-hang.test.ts), and a rate-limit count or a cache
+ * write would likewise land late or twice. The broadcast's listening connection is the exception
+ * (src/shared/redis-broadcast.ts): its SUBSCRIBE must be sent again.
  */
 export function connectRedis(url: string): Redis {
   return new Redis(url, {
@@ -22,5 +32,6 @@ export function connectRedis(url: string): Redis {
     maxRetriesPerRequest: 2,
     enableOfflineQueue: true,
     socketTimeout: REDIS_SOCKET_TIMEOUT_MS,
+    autoResendUnfulfilledCommands: false,
   });
 }

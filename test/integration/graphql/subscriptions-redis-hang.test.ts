@@ -339,6 +339,19 @@ describe('commentAdded over graphql-ws and graphql-sse while Redis hangs, and af
     for (const s of during) expect(s.ids).toEqual([added.hung, added.later, added.back]);
     for (const s of after) expect(s.ids).toEqual([added.back]);
     expect(state(all)).toEqual(open(all));
+    // The other instance missed what Redis could not carry (at most once). The publish that was
+    // sent as Redis hung may reach Redis when it answers again (the relay then forwards what it
+    // held, as a continued server reads what it had received), and is heard then: once, never
+    // again from a copy resent on a new connection.
+    await waitFor(
+      () => elsewhere.every((s) => s.ids.includes(added.back)),
+      'the comment on the other instance',
+    );
+    for (const s of elsewhere) {
+      expect(s.ids.filter((id) => id !== added.inFlight)).toEqual([added.first, added.back]);
+      expect(s.ids.filter((id) => id === added.inFlight).length).toBeLessThanOrEqual(1);
+    }
+    expect(state(elsewhere)).toEqual(open(elsewhere));
 
     const lines = log.lines.map((l) => String(l.msg));
     expect(lines.filter((m) => m.startsWith('Redis unavailable: comment'))).toEqual([
