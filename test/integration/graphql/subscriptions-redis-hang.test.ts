@@ -18,7 +18,8 @@ import { wsClient } from './transports.js';
  * GraphQL subscriptions (commentAdded) through the clients their users use, graphql-ws over `ws`
  * and graphql-sse, while the Redis that carries the broadcast hangs (its connections stay open,
  * nothing answers; the shared Redis behind a relay that stops forwarding) and after it answers
- * again. docs/deployment.md, "When Redis or PostgreSQL fails".
+ * again; a second instance, whose own path to Redis never hangs, hears only what Redis carries.
+ * docs/deployment.md, "When Redis or PostgreSQL fails".
  *
  * Bounds are loose (a loaded 2-vCPU machine): they tell "answered" from "held until
  * REQUEST_TIMEOUT_MS (30 s)", nothing finer.
@@ -405,7 +406,8 @@ describe('commentAdded after the path to Redis forgot its connections', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const s of subs) {
       expect(new Set(s.ids).size).toBe(s.ids.length);
-      expect(s.ids.slice(-2)).toEqual([fromSecond.id, fromHere.id]);
+      // Two instances publish independently: either may come first.
+      expect(s.ids.slice(-2).sort()).toEqual([fromSecond.id, fromHere.id].sort());
     }
     expect(state(subs)).toEqual(open(subs));
   }, 90_000);
