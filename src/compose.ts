@@ -31,6 +31,7 @@ import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
 import { checksFor, type ReadinessCheck } from './process/readiness.js';
 import { firstContact } from './store/first-contact.js';
+import { StoreOutageLog } from './store/outage-log.js';
 import { openStore, type Store } from './store/store.js';
 import { startPurgeJob } from './maintenance/purge.js';
 import { startWebhookWorker } from './webhooks/index.js';
@@ -62,6 +63,13 @@ export interface Services {
   broadcast: Broadcast;
   /** Whether Redis answers, and what went ahead without it. */
   sharedHealth: SharedStateHealth;
+  /**
+   * The database outage as this process's requests meet it, whichever surface serves them (REST,
+   * the token server and its sign-in pages, GraphQL, gRPC): logged once and its end once, not once
+   * per request or per surface. The webhook worker and the purge job keep logs of their own, whose
+   * lines say what paused.
+   */
+  storeOutage: StoreOutageLog;
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
@@ -80,6 +88,12 @@ export interface ServicesOptions {
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
+/**
+ * The two lines of `Services.storeOutage`. They name no status: REST and the token server answer
+ * 503, gRPC UNAVAILABLE, GraphQL SERVICE_UNAVAILABLE at the credential check and a masked error for a
+ * field whose resolver meets the outage (docs/deployment.md).
+ */
+const REQUEST_OUTAGE = { down: 'requests failing', up: 'requests served' };
 /** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
 const REDIS_START_WAIT_MS = 5_000;
 
@@ -128,6 +142,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       httpAuth: documentedAuth(httpAuth(authenticator, afterAuth)),
       redis,
       ...shared,
+      storeOutage: new StoreOutageLog(logger, REQUEST_OUTAGE),
       readiness,
       onClose: [],
       draining: false,
@@ -146,6 +161,10 @@ export async function createServices(config: Config, options: ServicesOptions = 
     });
     authenticator.useBearerVerifier(services.oauth.bearer);
     services.onClose.push(() => store.close());
+    // Ended by the first statement the database answers, whoever sent it (a request, /readyz,
+    // gRPC health, a worker).
+    const stopWatching = store.onAnswer(() => services.storeOutage.answered());
+    services.onClose.push(async () => stopWatching());
     services.onClose.push(() => services.broadcast.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
     return services;
@@ -216,6 +235,7 @@ export async function createAtrium(
         config,
         logger: services.logger,
         store: services.store,
+        storeOutage: services.storeOutage,
         readiness: checksFor(services.readiness, roles),
         isDraining: () => services.draining,
         closesConnections: () => httpDrain?.closesConnections ?? false,

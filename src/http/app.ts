@@ -9,10 +9,11 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
+import type { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
-import { sendError, watchStoreOutages } from './errors.js';
+import { sendError } from './errors.js';
 import { keepAliveAfterRefusedBody } from './refused-body.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import type { ReadinessCheck } from '../process/readiness.js';
@@ -26,6 +27,8 @@ export interface HttpAppOptions {
   config: Config;
   logger: Logger;
   store: Store;
+  /** The process's database outage log (`Services.storeOutage`), which every HTTP surface shares. */
+  storeOutage: StoreOutageLog;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
   /** True once the drain wants every answer to end its connection (src/http/drain.ts). */
@@ -116,7 +119,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   answerUnmetExpectations(app.server as Server);
   app.decorate('errorDialects', []);
-  watchStoreOutages(app, options.logger, options.store);
+  app.decorate('storeOutage', options.storeOutage);
   // Credentials first, on every route: the caller step may only run on request.
   app.addHook('onRoute', (route) => {
     const hook = authStepTooLate(route as unknown as Record<string, unknown>);

@@ -1,10 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
-import { StoreOutageLog } from '../store/outage-log.js';
-import type { Store } from '../store/store.js';
+import type { StoreOutageLog } from '../store/outage-log.js';
 import { restDetails } from './rest/field-names.js';
 
 /** A client gets at most this many field problems; the rest are counted, not listed. */
@@ -230,31 +228,17 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Registered by the APIs that need one; read by sendError for every error on their paths. */
     errorDialects: ErrorDialect[];
-    /** The database outage as this app's requests meet it (see `loggedAsOutage`). */
+    /** The process's database outage log (`Services.storeOutage`; see `loggedAsOutage`). */
     storeOutage: StoreOutageLog;
   }
-}
-
-/**
- * Gives an HTTP app the one outage log its surfaces share (every error `sendError` writes, the
- * token server's and its sign-in pages'), ended by the first statement the database answers,
- * whoever sent it (a request, /readyz, a worker).
- */
-export function watchStoreOutages(app: FastifyInstance, log: Logger, store: Store): void {
-  const outage = new StoreOutageLog(log, {
-    down: 'requests answered 503 with Retry-After',
-    up: 'requests served',
-  });
-  const stop = store.onAnswer(() => outage.answered());
-  app.decorate('storeOutage', outage);
-  app.addHook('onClose', async () => stop());
 }
 
 /**
  * The rule for a request answered 503 because the database cannot be reached, on every HTTP
  * surface: the outage is logged once (a warning with the driver's message and code, no stack) and
  * its end once, not once per request (the token server used to log an error with a stack for
- * every token request of an outage). True when `thrown` is such a failure (logged, or counted when
+ * every token request of an outage). The log is the process's, so GraphQL and gRPC meeting the same
+ * outage add no line of their own. True when `thrown` is such a failure (logged, or counted when
  * already logged); false for anything else, which the caller logs in full as before.
  */
 export function loggedAsOutage(request: FastifyRequest, thrown: unknown): boolean {

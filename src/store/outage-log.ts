@@ -19,9 +19,10 @@ export interface OutageWording {
  * when a statement answers again, instead of one error with a stack per attempt (a 38 s PostgreSQL
  * restart used to leave 152 of them from the webhook worker alone). The same rule as Redis's
  * `SharedStateHealth`. Used by the webhook worker (its poll, fan-out and wake-up connection), the
- * purge job, and every HTTP surface's 503 (src/http/errors.ts, `logRequestFailure`). A failure that
- * is not about reaching the database (a wrong statement, a bug) is not an outage: `unreachable`
- * says false and the caller logs it in full, every time.
+ * purge job, and the requests a process serves (one for the process, `Services.storeOutage`: every
+ * HTTP surface's 503, GraphQL, gRPC). A failure that is not about reaching the database (a wrong
+ * statement, a bug) is not an outage: `unreachable` says false and the caller logs it in full,
+ * every time.
  */
 export class StoreOutageLog {
   #since: number | undefined;

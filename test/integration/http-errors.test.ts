@@ -4,6 +4,7 @@ import { parseConfig } from '../../src/config/schema.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { StoreOutageLog } from '../../src/store/outage-log.js';
 import { openStore, type Store } from '../../src/store/store.js';
 
 /** The skeleton's error rules, on an app with a few routes made to provoke each one. */
@@ -19,10 +20,12 @@ describe('HTTP error handling', () => {
       BODY_LIMIT_BYTES: '1024',
     });
     store = openStore(config.databaseUrl);
+    const logger = createLogger('silent');
     app = createHttpApp({
       config,
-      logger: createLogger('silent'),
+      logger,
       store,
+      storeOutage: new StoreOutageLog(logger, 'requests'),
       readiness: [],
       isDraining: () => false,
     });

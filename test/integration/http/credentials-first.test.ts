@@ -94,6 +94,7 @@ describe('credentials come before the body on every protected route', () => {
       config: services.config,
       logger: services.logger,
       store: services.store,
+      storeOutage: services.storeOutage,
       readiness: [],
       isDraining: () => false,
     });

@@ -87,8 +87,7 @@ describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot 
   });
 });
 
-const OUTAGE =
-  'database unreachable: requests answered 503 with Retry-After (not logged again until it answers)';
+const OUTAGE = 'database unreachable: requests failing (not logged again until it answers)';
 const BACK = 'database answers again: requests served';
 
 type Line = Record<string, unknown>;
