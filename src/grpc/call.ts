@@ -16,6 +16,7 @@ import { RequestAbandoned, runWithSignal } from '../domain/request-scope.js';
 import { RequestUsers } from '../domain/request-users.js';
 import type { AfterAuthentication } from '../http/auth.js';
 import { genRequestId } from '../http/plugins/request-context.js';
+import type { StoreOutageLog } from '../store/outage-log.js';
 import { serviceError, toServiceError } from './errors.js';
 import type { GrpcMetrics } from './metrics.js';
 
@@ -52,6 +53,8 @@ export interface CallPipelineDeps {
   /** The same post-authentication steps REST runs (the shared rate limiter). */
   afterAuth: readonly AfterAuthentication[];
   logger: Logger;
+  /** The process's database outage log (`Services.storeOutage`): an outage is one line, not one per call. */
+  storeOutage: StoreOutageLog;
   metrics: GrpcMetrics;
 }
 
@@ -135,7 +138,7 @@ export class CallPipeline {
           const error =
             err instanceof RequestAbandoned && deadlineOf(call as AnyCall) <= Date.now()
               ? serviceError(status.DEADLINE_EXCEEDED, 'Deadline exceeded', started.response.clone())
-              : toServiceError(err, started.response, started.log);
+              : toServiceError(err, started.response, started.log, this.deps.storeOutage);
           callback(error);
           this.finish(started, call.cancelled ? cancelCode(call as AnyCall) : error.code);
         });
@@ -186,7 +189,7 @@ export class CallPipeline {
         })
         .catch((err: unknown) => {
           if (call.cancelled) return this.finish(started, cancelCode(call as AnyCall));
-          const error = toServiceError(err, started.response, started.log);
+          const error = toServiceError(err, started.response, started.log, this.deps.storeOutage);
           call.emit('error', error);
           this.finish(started, error.code);
         })

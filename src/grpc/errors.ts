@@ -1,7 +1,7 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import type { StoreOutageLog } from '../store/outage-log.js';
 import { encodeStatus, STATUS_DETAILS_KEY } from './status-details.js';
 
 /**
@@ -37,9 +37,15 @@ export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database 
 
 /**
  * A thrown value as the gRPC status the client receives. DomainErrors keep their message (written
- * for clients) and their field details as google.rpc.BadRequest; anything else is masked.
+ * for clients) and their field details as google.rpc.BadRequest; anything else is masked. `outage`
+ * is the process's database outage log (`Services.storeOutage`), shared with HTTP and GraphQL.
  */
-export function toServiceError(err: unknown, base: Metadata, log: Logger): ServiceError {
+export function toServiceError(
+  err: unknown,
+  base: Metadata,
+  log: Logger,
+  outage: Pick<StoreOutageLog, 'unreachable'>,
+): ServiceError {
   // The request id and any rate-limit facts already gathered go out as trailers.
   const metadata = base.clone();
   // A status the pipeline chose itself (UNAVAILABLE while draining) goes out as it is, with the trailers.
@@ -49,11 +55,9 @@ export function toServiceError(err: unknown, base: Metadata, log: Logger): Servi
     return serviceError(chosen.code, chosen.details, metadata);
   }
   // The database is restarting or unreachable (authentication included, which reads the store):
-  // UNAVAILABLE, which clients may retry, as REST answers 503; the driver's words stay in the log.
-  if (isStoreUnavailable(err)) {
-    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'grpc call: store unavailable');
-    return serviceError(status.UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, metadata);
-  }
+  // UNAVAILABLE, which clients may retry, as REST answers 503. The driver's words go to the log once
+  // per outage, under the rule every surface of the process follows, not once per call.
+  if (outage.unreachable(err)) return serviceError(status.UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, metadata);
   if (!(err instanceof DomainError)) {
     log.error({ err }, 'grpc call failed');
     return serviceError(status.INTERNAL, INTERNAL_MESSAGE, metadata);

@@ -102,6 +102,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
     authenticator: services.authenticator,
     afterAuth: services.afterAuth,
     logger: services.logger,
+    storeOutage: services.storeOutage,
     metrics: grpcMetrics(services.metrics),
   });
   server.addService(
