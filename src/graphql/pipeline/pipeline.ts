@@ -14,7 +14,7 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { DomainError } from '../../domain/errors.js';
-import { isStoreUnavailable } from '../../store/errors.js';
+import type { StoreOutageLog } from '../../store/outage-log.js';
 import { enterRequestScope, type RequestScope, runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
@@ -104,16 +104,18 @@ const CREDENTIAL_CODES = new Set(['unauthenticated', 'invalid_api_key', 'invalid
 /**
  * Why checking the credentials failed, as the GraphQL error every transport answers: refused
  * credentials are UNAUTHENTICATED (401); a store that cannot be reached is SERVICE_UNAVAILABLE with
- * REST's 503 and `Retry-After: 1` and no storage text (docs/deployment.md, PostgreSQL restarting);
- * anything else is a masked INTERNAL_SERVER_ERROR (500), logged with its cause.
+ * REST's 503 and `Retry-After: 1` and no storage text (docs/deployment.md, PostgreSQL restarting),
+ * logged once per outage through `outage`, the process's log; anything else is a masked
+ * INTERNAL_SERVER_ERROR (500), logged with its cause.
  */
 export function authenticationError(
   err: unknown,
   log: { error(obj: object, msg: string): void },
+  outage: Pick<StoreOutageLog, 'unreachable'>,
 ): GraphQLError {
   if (err instanceof GraphQLError) return err;
   if (err instanceof DomainError && CREDENTIAL_CODES.has(err.code)) return unauthenticatedError(err);
-  if (isStoreUnavailable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
+  if (outage.unreachable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
     return new GraphQLError('The service cannot reach its database right now; retry shortly.', {
       extensions: {
         code: 'SERVICE_UNAVAILABLE',
@@ -141,7 +143,8 @@ function parseFailed(err: unknown): unknown {
 /**
  * Anything that is not a GraphQL error with a code of ours (or a core DomainError, mapped by the one
  * table in ../errors.ts) is masked as INTERNAL_SERVER_ERROR, logged with its cause, and shown only
- * in development.
+ * in development. A resolver that meets a database outage is masked the same, but the outage is
+ * logged once through the process's log (`Services.storeOutage`), not once per error with a stack.
  */
 function maskError(services: Services, isDev: boolean) {
   return (error: unknown): Error => {
@@ -153,7 +156,8 @@ function maskError(services: Services, isDev: boolean) {
       }
     }
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
-    services.logger.error({ err: cause }, 'graphql operation failed');
+    if (!services.storeOutage.unreachable(cause))
+      services.logger.error({ err: cause }, 'graphql operation failed');
     const located = mapped instanceof GraphQLError ? mapped : undefined;
     return new GraphQLError('Unexpected error.', {
       nodes: located?.nodes,
@@ -209,7 +213,7 @@ export function createPipeline(
     try {
       return await services.authenticator.authenticate(credentials);
     } catch (err) {
-      throw authenticationError(err, services.logger);
+      throw authenticationError(err, services.logger, services.storeOutage);
     }
   }
 
