@@ -34,6 +34,8 @@ export const INTERNAL_MESSAGE = 'Internal error; the request id in the trailers 
 
 /** What a call answers while the database cannot be reached. */
 export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database right now; retry shortly.';
+/** Its `retry-after` trailer, in seconds: REST's 503 for the same outage says 1 too. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
 
 /**
  * A thrown value as the gRPC status the client receives. DomainErrors keep their message (written
@@ -55,9 +57,14 @@ export function toServiceError(
     return serviceError(chosen.code, chosen.details, metadata);
   }
   // The database is restarting or unreachable (authentication included, which reads the store):
-  // UNAVAILABLE, which clients may retry, as REST answers 503. The driver's words go to the log once
-  // per outage, under the rule every surface of the process follows, not once per call.
-  if (outage.unreachable(err)) return serviceError(status.UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, metadata);
+  // a storage failure, so INTERNAL, as the spec's gRPC rule 3 says. Its fixed message and a
+  // `retry-after` trailer (as REST's 503 has the header) tell the client this one is worth
+  // retrying, with no storage text. The driver's words go to the log once per outage, under the
+  // rule every surface of the process follows, not once per call.
+  if (outage.unreachable(err)) {
+    metadata.set('retry-after', String(STORE_RETRY_AFTER_SECONDS));
+    return serviceError(status.INTERNAL, STORE_UNAVAILABLE_MESSAGE, metadata);
+  }
   if (!(err instanceof DomainError)) {
     log.error({ err }, 'grpc call failed');
     return serviceError(status.INTERNAL, INTERNAL_MESSAGE, metadata);

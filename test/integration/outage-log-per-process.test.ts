@@ -73,7 +73,7 @@ describe.skipIf(skip !== undefined)('one outage log for every surface of a proce
     await waitFor(() => behind.atrium.services.store.poolStats()!.total === 0, 5_000, 'the pool emptied');
 
     for (let round = 0; round < 2; round++) {
-      expect((await getUser()).error?.code).toBe(status.UNAVAILABLE);
+      expect((await getUser()).error?.code).toBe(status.INTERNAL);
       const restAnswer = await rest();
       expect(restAnswer.status).toBe(503);
       expect(await restAnswer.json()).toMatchObject({ error: 'service_unavailable' });

@@ -5,13 +5,16 @@ import {
   startAtriumBehindProxy,
   type AtriumBehindProxy,
 } from '../../helpers/database-outage.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/grpc/errors.js';
 import { collect, unary, userServiceClient, type Client } from './support.js';
 
 const skip = await postgresMissing();
 
 /**
- * docs/grpc.md maps the core's `unavailable` to UNAVAILABLE (14); a database that cannot be reached
- * is that, on every method and already at authentication (which reads the store), never INTERNAL.
+ * A database that cannot be reached is a storage failure: INTERNAL (13), the spec's gRPC rule 3, on
+ * every method and already at authentication (which reads the store). Its message is fixed, says the
+ * call is worth retrying, carries no storage text, and a `retry-after` trailer goes with it
+ * (docs/grpc.md, Errors).
  */
 describe.skipIf(skip !== undefined)('gRPC when the database cannot be reached', () => {
   let env: AtriumBehindProxy;
@@ -50,21 +53,25 @@ describe.skipIf(skip !== undefined)('gRPC when the database cannot be reached', 
   const noStorageText = (text: string | undefined) =>
     expect(text ?? '').not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres|terminat|Internal error/i);
 
-  it.each(['API key', 'Bearer'])('unary calls answer UNAVAILABLE with an %s', async (kind) => {
+  it.each(['API key', 'Bearer'])('unary calls answer INTERNAL, retry after 1 s, with an %s', async (kind) => {
     for (const [method, request] of [
       ['GetUser', { user_id: userId }],
       ['UpdateUser', { user_id: userId, name: 'Never Written', update_mask: { paths: ['name'] } }],
     ] as const) {
       const { error } = await unary(client, method, request, credentials[kind]);
-      expect(error?.code, method).toBe(status.UNAVAILABLE);
+      expect(error?.code, method).toBe(status.INTERNAL);
+      expect(error?.details, method).toBe(STORE_UNAVAILABLE_MESSAGE);
+      expect(error?.metadata.get('retry-after'), method).toEqual(['1']);
       noStorageText(error?.details);
     }
   });
 
-  it.each(['ListUsers', 'StreamUserActivity'])('%s (a stream) ends with UNAVAILABLE', async (method) => {
+  it.each(['ListUsers', 'StreamUserActivity'])('%s (a stream) ends with INTERNAL', async (method) => {
     const request = method === 'ListUsers' ? {} : { user_id: userId };
     const { error } = await collect(client, method, request, credentials['API key']);
-    expect(error?.code).toBe(status.UNAVAILABLE);
+    expect(error?.code).toBe(status.INTERNAL);
+    expect(error?.details).toBe(STORE_UNAVAILABLE_MESSAGE);
+    expect(error?.metadata.get('retry-after')).toEqual(['1']);
     noStorageText(error?.details);
   });
 });

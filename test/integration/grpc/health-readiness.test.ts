@@ -74,7 +74,7 @@ function healthBehindProxyForSuite(env: Record<string, string> = {}): HealthBehi
 
 /**
  * gRPC health follows /readyz's rule: a balancer or a Kubernetes gRPC probe stops sending calls that
- * would fail UNAVAILABLE while the database is away, and sends them again when it is back.
+ * would fail (INTERNAL, retry-after) while the database is away, and sends them again when it is back.
  */
 describe.skipIf(skip !== undefined)('gRPC health when PostgreSQL goes away and comes back', () => {
   const server = healthBehindProxyForSuite();

@@ -20,7 +20,7 @@ const noted = (lines: Line[]) => lines.filter((l) => (l.level as number) >= 40);
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": a gRPC call that meets a database
- * outage answers UNAVAILABLE with its fixed message (docs/grpc.md), and the outage is logged once by
+ * outage answers INTERNAL with its fixed message (docs/grpc.md), and the outage is logged once by
  * the process (a warning with the driver's message and code, no stack) and its end once, not once
  * per call. A grpc-js client, over a socket, against PostgreSQL behind a proxy the test cuts.
  */
@@ -62,12 +62,12 @@ describe.skipIf(skip !== undefined)('the gRPC log while PostgreSQL is unreachabl
         { user_id: userId },
         { ...headers, 'x-request-id': `req-outage-${i}` },
       );
-      expect(error?.code).toBe(status.UNAVAILABLE);
+      expect(error?.code).toBe(status.INTERNAL);
       expect(error?.details).toBe(STORE_UNAVAILABLE_MESSAGE);
       expect(error?.metadata.get('x-request-id')).toEqual([`req-outage-${i}`]);
     }
     const listing = await collect(client, 'ListUsers', {}, headers);
-    expect(listing.error?.code).toBe(status.UNAVAILABLE);
+    expect(listing.error?.code).toBe(status.INTERNAL);
     expect(listing.error?.details).toBe(STORE_UNAVAILABLE_MESSAGE);
 
     const during = noted(log.lines.slice(before));
