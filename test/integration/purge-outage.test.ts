@@ -8,6 +8,7 @@ import {
   type AtriumBehindProxy,
 } from '../helpers/database-outage.js';
 import { memoryLog } from '../helpers/memory-log.js';
+import { until } from '../helpers/wait.js';
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": the purge job logs a database
@@ -22,14 +23,6 @@ const FAILED = 'purge failed; retrying next run';
 
 type Line = Record<string, unknown>;
 const messages = (lines: Line[]) => lines.map((l) => l.msg);
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const skip = await postgresMissing();
 

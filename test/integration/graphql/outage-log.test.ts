@@ -7,6 +7,7 @@ import {
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { codesOf, runOver, type Answer, type Credentials } from './transports.js';
+import { until } from '../../helpers/wait.js';
 
 const skip = await postgresMissing();
 
@@ -31,14 +32,6 @@ class AfterNextAnswer implements KyselyPlugin {
     this.then = undefined;
     await then?.();
     return result;
-  }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 

@@ -13,6 +13,7 @@ import { memoryLog } from '../../helpers/memory-log.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
 import { wsClient } from './transports.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * GraphQL subscriptions (commentAdded) through the clients their users use, graphql-ws over `ws`
@@ -96,11 +97,7 @@ async function waitFor(
   what: string,
   ms = ARRIVAL_MS,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  return until(check, what, ms, 100);
 }
 
 const timed = async <T>(run: () => Promise<T>): Promise<{ value: T; ms: number }> => {

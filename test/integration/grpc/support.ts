@@ -7,6 +7,7 @@ import { loadSync } from '@grpc/proto-loader';
 import type { ServicesOptions } from '../../../src/compose.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { decodeStatus, STATUS_DETAILS_KEY, type RichStatus } from '../../../src/grpc/status-details.js';
+import { until } from '../../helpers/wait.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -174,15 +175,7 @@ export function watchHealth(health: Client, service: string): Watched {
 }
 
 export function waitFor(check: () => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      if (check()) return resolve();
-      if (Date.now() - started > timeoutMs) return reject(new Error(`timed out waiting for ${what}`));
-      setTimeout(tick, 20);
-    };
-    tick();
-  });
+  return until(check, what, timeoutMs);
 }
 
 /**

@@ -21,14 +21,7 @@ import {
   REDIRECT,
   type OAuthTestServer,
 } from './support.js';
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+import { until } from '../../helpers/wait.js';
 
 const skip = await postgresMissing();
 

@@ -12,6 +12,7 @@ import {
   REDIRECT,
   userWithPassword,
 } from './support.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * docs/decisions.md D11: authorization codes never reach a log line, and errors keep their `code`
@@ -63,13 +64,6 @@ function exchange(atrium: TestAtrium, app: App, code: string, verifier: string) 
       code_verifier: verifier,
     }),
   });
-}
-
-async function until(condition: () => boolean) {
-  for (let waited = 0; !condition(); waited += 20) {
-    if (waited > 5_000) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 const text = (lines: Array<Record<string, unknown>>) => lines.map((l) => JSON.stringify(l)).join('\n');
@@ -161,7 +155,7 @@ describe.skipIf(skip !== undefined)('authorization codes in the logs while Postg
       // The outage is logged once, with the driver's code beside its message (not under `err`).
       const coded = () => log.lines.filter((l) => typeof l.code === 'string');
       // The pool's first failure may be its dropped connection (no code); a new connection is refused.
-      await until(() => env.atrium.services.store.poolStats()!.total === 0);
+      await until(() => env.atrium.services.store.poolStats()!.total === 0, 'the pool emptied');
       for (let i = 0; i < 5; i += 1) {
         const res = await post();
         expect(res.status).toBe(503);

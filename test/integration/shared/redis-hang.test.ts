@@ -5,6 +5,7 @@ import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { call } from '../../helpers/rest-client.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
 import { OwnRedis } from '../cluster/support.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * docs/deployment.md, "When Redis or PostgreSQL fails": a Redis that hangs (its connections stay
@@ -302,9 +303,5 @@ describe('REST, the user cache, GraphQL and the broadcast while redis-server is 
 });
 
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return until(check, what, ms, 200);
 }

@@ -13,6 +13,7 @@ import {
 import { memoryLog } from '../../helpers/memory-log.js';
 import { ADDRESS } from '../orders/fixtures.js';
 import { Receiver, sleep } from './support.js';
+import { until } from '../../helpers/wait.js';
 
 /**
  * docs/webhooks.md, "When the database is away": the worker's poll, fan-out, outcome writes and
@@ -53,24 +54,20 @@ async function shop(services: Services, receiver: Receiver) {
   };
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(25);
-  }
-}
-
 /** Resolves once `n` deliveries have their outcome written as delivered. */
 async function deliveredCount(services: Services, n: number) {
-  await until(async () => {
-    const rows = await services.store.db
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('status', '=', 'delivered')
-      .execute();
-    return rows.length === n;
-  }, `${n} deliveries recorded as delivered`);
+  await until(
+    async () => {
+      const rows = await services.store.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('status', '=', 'delivered')
+        .execute();
+      return rows.length === n;
+    },
+    `${n} deliveries recorded as delivered`,
+    10_000,
+  );
 }
 
 const skip = await postgresMissing();
@@ -105,7 +102,7 @@ describe.skipIf(skip !== undefined)('the webhook worker while PostgreSQL is unre
         .executeTakeFirst();
       return row?.status === 'pending' && row.attempt_count === 1;
     };
-    await until(retryPending, 'the failed attempt recorded');
+    await until(retryPending, 'the failed attempt recorded', 10_000);
     const before = log.lines.length;
 
     await behind.cutDatabase();
@@ -190,7 +187,7 @@ describe('the webhook worker when its statements fail', () => {
     });
 
     fail.error = undefined;
-    await until(() => log.lines.length > before + 1, 'the recovery line');
+    await until(() => log.lines.length > before + 1, 'the recovery line', 10_000);
     await order();
     await receiver.until((all) => all.length === 1);
     await deliveredCount(atrium.services, 1);
