@@ -90,8 +90,9 @@ export interface ServicesOptions {
 const CURSOR_SECRET_SETTING = 'cursor_secret';
 /**
  * The two lines of `Services.storeOutage`. They name no status: REST and the token server answer
- * 503, gRPC UNAVAILABLE, GraphQL SERVICE_UNAVAILABLE at the credential check and a masked error for a
- * field whose resolver meets the outage (docs/deployment.md).
+ * 503, gRPC INTERNAL with retry-after (a storage failure, the spec says), GraphQL
+ * SERVICE_UNAVAILABLE at the credential check and a masked error for a field whose resolver meets
+ * the outage (docs/deployment.md).
  */
 const REQUEST_OUTAGE = { down: 'requests failing', up: 'requests served' };
 /** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
