@@ -1,9 +1,11 @@
 import pg from 'pg';
 import { createAtrium, type Atrium, type ServerRole, type ServicesOptions } from '../../src/compose.js';
 import { parseConfig } from '../../src/config/schema.js';
+import type { Store } from '../../src/store/store.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { forSuite } from './suite.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { until } from './wait.js';
 
 /** The PostgreSQL server the outage tests reach through a proxy, whatever dialect the run uses. */
 export const OUTAGE_ADMIN_URL = process.env.TEST_DATABASE_URL?.startsWith('postgres')
@@ -120,4 +122,22 @@ export function behindProxyForSuite(
     () => startListeningBehindProxy(env, roles, options),
     (behind) => behind.stop(),
   );
+}
+
+/** The two lines a process's requests log for one database outage (`Services.storeOutage`). */
+export const REQUEST_OUTAGE_LINE =
+  'database unreachable: requests failing (not logged again until it answers)';
+export const REQUEST_BACK_LINE = 'database answers again: requests served';
+
+/** Warnings and errors only: every access line (`request`, `grpc call`) is info. */
+export const noted = (lines: Array<Record<string, unknown>>) =>
+  lines.filter((l) => (l.level as number) >= 40);
+
+/**
+ * Resolves once the pool holds at most `atMost` connections, so that the next statements must
+ * connect through the cut proxy: a pooled connection would first fail with "Connection terminated
+ * unexpectedly", which has no code to assert.
+ */
+export function poolEmptied(store: Store, atMost = 0): Promise<void> {
+  return until(() => (store.poolStats()?.total ?? 0) <= atMost, 'the pool emptied');
 }

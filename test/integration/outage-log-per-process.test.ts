@@ -4,19 +4,19 @@ import {
   postgresMissing,
   startListeningBehindProxy,
   type ListeningBehindProxy,
+  REQUEST_OUTAGE_LINE,
+  REQUEST_BACK_LINE,
+  noted,
+  poolEmptied,
 } from '../helpers/database-outage.js';
 import { memoryLog } from '../helpers/memory-log.js';
 import { codesOf, runOver } from './graphql/transports.js';
-import { unary, userServiceClient, waitFor, type Client } from './grpc/support.js';
+import { unary, userServiceClient, type Client } from './grpc/support.js';
 
 const skip = await postgresMissing();
 
-const OUTAGE = 'database unreachable: requests failing (not logged again until it answers)';
-const BACK = 'database answers again: requests served';
-
-type Line = Record<string, unknown>;
-/** Warnings and errors: every access line (`request`, `grpc call`) is info. */
-const noted = (lines: Line[]) => lines.filter((l) => (l.level as number) >= 40);
+const OUTAGE = REQUEST_OUTAGE_LINE;
+const BACK = REQUEST_BACK_LINE;
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": one outage, one pair of lines per
@@ -70,7 +70,7 @@ describe.skipIf(skip !== undefined)('one outage log for every surface of a proce
     expect((await getUser()).error).toBeNull();
     const before = log.lines.length;
     await behind.cutDatabase();
-    await waitFor(() => behind.atrium.services.store.poolStats()!.total === 0, 5_000, 'the pool emptied');
+    await poolEmptied(behind.atrium.services.store);
 
     for (let round = 0; round < 2; round++) {
       expect((await getUser()).error?.code).toBe(status.INTERNAL);

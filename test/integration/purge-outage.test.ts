@@ -6,9 +6,9 @@ import {
   postgresMissing,
   startAtriumBehindProxy,
   type AtriumBehindProxy,
+  poolEmptied,
 } from '../helpers/database-outage.js';
 import { memoryLog } from '../helpers/memory-log.js';
-import { until } from '../helpers/wait.js';
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": the purge job logs a database
@@ -45,7 +45,7 @@ describe.skipIf(skip !== undefined)('the purge job while PostgreSQL is unreachab
 
     await behind.cutDatabase();
     // The pool drops the connections the proxy cut: the next statement meets a refused connection.
-    await until(() => behind.atrium.services.store.poolStats()!.total === 0, 'the pool emptied');
+    await poolEmptied(behind.atrium.services.store);
     // Three ten-minute runs of five kinds each.
     for (let run = 0; run < 3; run++) expect(await job.runOnce()).toEqual(every);
     expect(messages(log.lines)).toEqual([OUTAGE]);

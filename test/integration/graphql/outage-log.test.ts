@@ -4,6 +4,10 @@ import {
   postgresMissing,
   startListeningBehindProxy,
   type ListeningBehindProxy,
+  REQUEST_OUTAGE_LINE,
+  REQUEST_BACK_LINE,
+  noted,
+  poolEmptied,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { codesOf, runOver, type Answer, type Credentials } from './transports.js';
@@ -11,12 +15,8 @@ import { until } from '../../helpers/wait.js';
 
 const skip = await postgresMissing();
 
-const OUTAGE = 'database unreachable: requests failing (not logged again until it answers)';
-const BACK = 'database answers again: requests served';
-
-type Line = Record<string, unknown>;
-/** Warnings and errors: the access lines (`request`) and operation lines are info. */
-const noted = (lines: Line[]) => lines.filter((l) => (l.level as number) >= 40);
+const OUTAGE = REQUEST_OUTAGE_LINE;
+const BACK = REQUEST_BACK_LINE;
 
 /**
  * Runs `then` (the test cuts the database there) after the next statement the database answers,
@@ -92,7 +92,7 @@ describe.skipIf(skip !== undefined)('the GraphQL log while PostgreSQL is unreach
     afterNextAnswer.then = async () => {
       await behind.cutDatabase();
       // Every connection but the one lent to this statement has been dropped.
-      await until(() => behind.atrium.services.store.poolStats()!.total <= 1, 'the pool emptied');
+      await poolEmptied(behind.atrium.services.store, 1);
     };
     const midOperation = await me();
     expect(afterNextAnswer.then).toBeUndefined();

@@ -5,18 +5,18 @@ import {
   postgresMissing,
   startListeningBehindProxy,
   type ListeningBehindProxy,
+  REQUEST_OUTAGE_LINE,
+  REQUEST_BACK_LINE,
+  noted,
+  poolEmptied,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
-import { collect, unary, userServiceClient, waitFor, type Client } from './support.js';
+import { collect, unary, userServiceClient, type Client } from './support.js';
 
 const skip = await postgresMissing();
 
-const OUTAGE = 'database unreachable: requests failing (not logged again until it answers)';
-const BACK = 'database answers again: requests served';
-
-type Line = Record<string, unknown>;
-/** Warnings and errors: the access lines (`grpc call`, `request`) are info. */
-const noted = (lines: Line[]) => lines.filter((l) => (l.level as number) >= 40);
+const OUTAGE = REQUEST_OUTAGE_LINE;
+const BACK = REQUEST_BACK_LINE;
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": a gRPC call that meets a database
@@ -53,7 +53,7 @@ describe.skipIf(skip !== undefined)('the gRPC log while PostgreSQL is unreachabl
     expect((await unary(client, 'GetUser', { user_id: userId }, headers)).error).toBeNull();
     const before = log.lines.length;
     await behind.cutDatabase();
-    await waitFor(() => behind.atrium.services.store.poolStats()!.total === 0, 5_000, 'the pool emptied');
+    await poolEmptied(behind.atrium.services.store);
 
     for (let i = 0; i < 5; i++) {
       const { error } = await unary(

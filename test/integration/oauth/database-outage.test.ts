@@ -8,6 +8,9 @@ import {
   postgresMissing,
   startListeningBehindProxy,
   type ListeningBehindProxy,
+  REQUEST_OUTAGE_LINE,
+  REQUEST_BACK_LINE,
+  poolEmptied,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import {
@@ -21,7 +24,6 @@ import {
   REDIRECT,
   type OAuthTestServer,
 } from './support.js';
-import { until } from '../../helpers/wait.js';
 
 const skip = await postgresMissing();
 
@@ -80,8 +82,8 @@ describe.skipIf(skip !== undefined)('the sign-in pages when the database cannot 
   });
 });
 
-const OUTAGE = 'database unreachable: requests failing (not logged again until it answers)';
-const BACK = 'database answers again: requests served';
+const OUTAGE = REQUEST_OUTAGE_LINE;
+const BACK = REQUEST_BACK_LINE;
 
 type Line = Record<string, unknown>;
 /** What the server logged besides its access lines (one `request` line per response, at info). */
@@ -165,7 +167,7 @@ describe.skipIf(skip !== undefined)('the token server log while PostgreSQL is un
     const before = log.lines.length;
     await behind.cutDatabase();
     // The pool drops the connections the proxy cut: the next statement meets a refused connection.
-    await until(() => behind.atrium.services.store.poolStats()!.total === 0, 'the pool emptied');
+    await poolEmptied(behind.atrium.services.store);
 
     for (let i = 0; i < 6; i++) {
       await expectRefusedWith503(grant());
@@ -200,7 +202,7 @@ describe.skipIf(skip !== undefined)('the token server log while PostgreSQL is un
   it('logs one line for the outage whichever token-server endpoint, sign-in page or REST route meets it', async () => {
     const before = log.lines.length;
     await behind.cutDatabase();
-    await until(() => behind.atrium.services.store.poolStats()!.total === 0, 'the pool emptied');
+    await poolEmptied(behind.atrium.services.store);
     try {
       await expectRefusedWith503(grant());
       const introspection = await oauth.introspectionRequest(
