@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUF, bufCurl, grpc, startGrpcAtrium, type GrpcAtrium } from './support.js';
+import { BUF, bufCurl, grpc, startGrpcAtrium, type GrpcAtrium, REFLECTED_METHODS } from './support.js';
 
 /**
  * `buf curl` is an independent client (Go, connect-go's gRPC) that knows nothing of the contract:
@@ -27,15 +27,7 @@ describe.skipIf(!present)('gRPC through buf curl and server reflection', () => {
     const { code, stdout, stderr } = await bufCurl(atrium.address, '', ['--list-methods']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    expect(stdout.trim().split('\n').sort()).toEqual([
-      'grpc.health.v1.Health/Check',
-      'grpc.health.v1.Health/List',
-      'grpc.health.v1.Health/Watch',
-      'users.v1.UserService/GetUser',
-      'users.v1.UserService/ListUsers',
-      'users.v1.UserService/StreamUserActivity',
-      'users.v1.UserService/UpdateUser',
-    ]);
+    expect(stdout.trim().split('\n').sort()).toEqual(REFLECTED_METHODS);
   });
 
   it('checks health without credentials', async () => {

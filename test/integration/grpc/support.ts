@@ -49,6 +49,17 @@ export interface ActivityMessage {
   metadata: Record<string, string>;
 }
 
+/** What `buf curl --list-methods` finds by reflection: the user service and health, nothing else. */
+export const REFLECTED_METHODS = [
+  'grpc.health.v1.Health/Check',
+  'grpc.health.v1.Health/List',
+  'grpc.health.v1.Health/Watch',
+  'users.v1.UserService/GetUser',
+  'users.v1.UserService/ListUsers',
+  'users.v1.UserService/StreamUserActivity',
+  'users.v1.UserService/UpdateUser',
+];
+
 export type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 /** A users.v1.UserService client on its own channel. */
