@@ -6,7 +6,7 @@
  * Atrium it writes one access line per response (pino at info, same logger settings), so both pay
  * the same logging cost.
  */
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import mercurius from 'mercurius';
 import { parseConfig } from '../src/config/schema.js';
 import { createServices } from '../src/compose.js';
@@ -21,7 +21,10 @@ const services = await createServices(
   { migrate: false },
 );
 const logger = createLogger('info');
-const app = Fastify({ loggerInstance: logger, disableRequestLogging: true });
+const app = Fastify({
+  loggerInstance: logger,
+  logController: new LogController({ disableRequestLogging: true }),
+});
 // Atrium's own access line, so both servers pay for the same log write per response.
 registerAccessLog(app);
 if (process.env.BENCH_PEER_REQUEST_SCOPE === '1') {
