@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -211,6 +212,49 @@ export interface BufCurlResult {
 }
 
 export const BUF = `${root}/node_modules/.bin/buf`;
+
+/**
+ * Why the buf curl tests cannot run here (no buf binary), or undefined. On CI a missing buf fails
+ * the file; only a local run may skip, and it says why.
+ */
+export function bufMissing(): string | undefined {
+  if (existsSync(BUF)) return undefined;
+  const reason = `buf is missing (${BUF}); npm install provides it`;
+  if (process.env.CI === 'true' || process.env.CI === '1')
+    throw new Error(`${reason}. CI must run the buf curl tests.`);
+  process.stderr.write(`[skipped] buf curl tests: ${reason}.\n`);
+  return reason;
+}
+
+/**
+ * The metadata blocks `buf curl -v` printed as received on the stream that carried `method` (lines
+ * `buf: < (#N) Name: value`, a bare `buf: < (#N)` ending each block), names lower-cased. A failed
+ * unary call's status comes trailers-only, in one block; a call with messages has a headers block
+ * and a trailers block. The status line (`HTTP/2.0 200 OK`) is left out.
+ */
+export function bufVerboseReceived(stderr: string, method: string): Array<Record<string, string>> {
+  const lines = stderr.split('\n');
+  const sent = lines
+    .map((l) => /^buf: > \(#(\d+)\) POST (\S+)$/.exec(l))
+    .find((m) => m !== null && m[2] === `/${method}`);
+  if (!sent) throw new Error(`buf curl -v shows no call of ${method}:\n${stderr}`);
+  const prefix = `buf: < (#${sent[1]})`;
+  const blocks: Array<Record<string, string>> = [];
+  let block: Record<string, string> = {};
+  for (const line of lines) {
+    if (!line.startsWith(prefix)) continue;
+    const rest = line.slice(prefix.length).trim();
+    if (rest === '') {
+      blocks.push(block);
+      block = {};
+    } else if (!rest.startsWith('HTTP/')) {
+      const colon = rest.indexOf(':');
+      block[rest.slice(0, colon).toLowerCase()] = rest.slice(colon + 1).trim();
+    }
+  }
+  if (Object.keys(block).length > 0) blocks.push(block);
+  return blocks.filter((b) => Object.keys(b).length > 0);
+}
 
 /**
  * `buf curl` against the server, its schema taken from server reflection only (run outside the
