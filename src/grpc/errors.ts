@@ -1,6 +1,7 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
 import { encodeStatus, STATUS_DETAILS_KEY } from './status-details.js';
 
@@ -31,11 +32,6 @@ export const GRPC_STATUS: Readonly<Record<ErrorCode, status>> = {
 
 /** What an unexpected failure (storage, a bug) answers: the cause goes to the log, never the wire. */
 export const INTERNAL_MESSAGE = 'Internal error; the request id in the trailers identifies it in the logs.';
-
-/** What a call answers while the database cannot be reached. */
-export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database right now; retry shortly.';
-/** Its `retry-after` trailer, in seconds: REST's 503 for the same outage says 1 too. */
-export const STORE_RETRY_AFTER_SECONDS = 1;
 
 /**
  * A thrown value as the gRPC status the client receives. DomainErrors keep their message (written

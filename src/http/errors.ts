@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
-import { isStoreUnavailable } from '../store/errors.js';
+import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
 import { restDetails } from './rest/field-names.js';
 
@@ -175,14 +175,9 @@ export function toDomainError(err: unknown): DomainError {
 
 /** The database is restarting or unreachable: the client may retry, so a 503 with Retry-After. */
 export function storeUnavailable(): DomainError {
-  return new DomainError(
-    'unavailable',
-    'The service cannot reach its database right now; retry shortly.',
-    [],
-    {
-      headers: { 'retry-after': '1' },
-    },
-  );
+  return new DomainError('unavailable', STORE_UNAVAILABLE_MESSAGE, [], {
+    headers: { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
+  });
 }
 
 export function errorBody(

@@ -13,6 +13,15 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
+/**
+ * What a request answers while the database cannot be reached, on every surface (REST's 503, gRPC's
+ * INTERNAL, GraphQL's SERVICE_UNAVAILABLE): one text, so a client that recognises it on one
+ * recognises it on all, and no storage text.
+ */
+export const STORE_UNAVAILABLE_MESSAGE = 'The service cannot reach its database right now; retry shortly.';
+/** How long to wait before retrying, in seconds, wherever that outage answer says it. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
 /** PostgreSQL SQLSTATEs that mean "the server is going away or cannot take you now". */
 const UNAVAILABLE_STATES = new Set([
   '57P01',

@@ -5,7 +5,7 @@ import {
   startAtriumBehindProxy,
   type AtriumBehindProxy,
 } from '../../helpers/database-outage.js';
-import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/grpc/errors.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { collect, unary, userServiceClient, type Client } from './support.js';
 
 const skip = await postgresMissing();

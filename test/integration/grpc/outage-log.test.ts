@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/grpc/errors.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import {
   postgresMissing,
   startListeningBehindProxy,
