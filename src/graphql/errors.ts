@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 
 /**
  * The GraphQL `extensions.code` values Atrium answers. The first five are the core's catalogue seen
@@ -79,6 +80,31 @@ function fromDomain(err: DomainError, located?: GraphQLError): GraphQLError {
     positions: located?.positions,
     path: located?.path,
     extensions,
+  });
+}
+
+/**
+ * The database cannot be reached (a restart, a failover): the one answer for it, wherever GraphQL
+ * meets it (a resolver mid-operation, the credential check). SERVICE_UNAVAILABLE, not a masked
+ * INTERNAL_SERVER_ERROR, because retrying helps: REST's fixed message and its `Retry-After` as
+ * `retryAfter`, the extension RATE_LIMITED already uses for the same advice; never storage text.
+ * `located` keeps a field error at its path; `http` is for a refusal before execution (the status
+ * and headers Yoga gives it).
+ */
+export function storeUnavailableError(
+  located?: GraphQLError,
+  http?: { status: number; headers: Record<string, string> },
+): GraphQLError {
+  return new GraphQLError(STORE_UNAVAILABLE_MESSAGE, {
+    nodes: located?.nodes,
+    source: located?.source,
+    positions: located?.positions,
+    path: located?.path,
+    extensions: {
+      code: 'SERVICE_UNAVAILABLE',
+      retryAfter: STORE_RETRY_AFTER_SECONDS,
+      ...(http ? { http } : {}),
+    },
   });
 }
 

@@ -82,7 +82,7 @@ describe.skipIf(skip !== undefined)('one outage log for every surface of a proce
       expect(await tokenAnswer.json()).toMatchObject({ error: 'temporarily_unavailable' });
       // An anonymous read meets the outage in its resolver; a key meets it at the credential check.
       expect(codesOf(await graphql('{ posts(first: 1) { totalCount } }', false))).toEqual([
-        'INTERNAL_SERVER_ERROR',
+        'SERVICE_UNAVAILABLE',
       ]);
       expect(codesOf(await graphql('{ me { id } }', true))).toEqual(['SERVICE_UNAVAILABLE']);
     }

@@ -14,11 +14,12 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { DomainError } from '../../domain/errors.js';
+import { STORE_RETRY_AFTER_SECONDS } from '../../store/errors.js';
 import type { StoreOutageLog } from '../../store/outage-log.js';
 import { enterRequestScope, type RequestScope, runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext } from '../context.js';
-import { toGraphQLError } from '../errors.js';
+import { storeUnavailableError, toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
 import { malformedParamsPlugin } from './http-params.js';
 import { operationObserver, type OperationObserver } from './observe.js';
@@ -116,12 +117,9 @@ export function authenticationError(
   if (err instanceof GraphQLError) return err;
   if (err instanceof DomainError && CREDENTIAL_CODES.has(err.code)) return unauthenticatedError(err);
   if (outage.unreachable(err) || (err instanceof DomainError && err.code === 'unavailable')) {
-    return new GraphQLError('The service cannot reach its database right now; retry shortly.', {
-      extensions: {
-        code: 'SERVICE_UNAVAILABLE',
-        http: { status: 503, headers: { 'Retry-After': '1' } },
-      },
-    });
+    // Refused before execution (no data): a request error, so REST's 503 and header.
+    const retryAfter = String(STORE_RETRY_AFTER_SECONDS);
+    return storeUnavailableError(undefined, { status: 503, headers: { 'Retry-After': retryAfter } });
   }
   log.error({ err }, 'graphql authentication failed');
   return new GraphQLError('Unexpected error.', {
@@ -143,8 +141,12 @@ function parseFailed(err: unknown): unknown {
 /**
  * Anything that is not a GraphQL error with a code of ours (or a core DomainError, mapped by the one
  * table in ../errors.ts) is masked as INTERNAL_SERVER_ERROR, logged with its cause, and shown only
- * in development. A resolver that meets a database outage is masked the same, but the outage is
- * logged once through the process's log (`Services.storeOutage`), not once per error with a stack.
+ * in development. A resolver that meets a database outage is the exception: it is worth retrying,
+ * so it answers SERVICE_UNAVAILABLE at its path (`storeUnavailableError`), in every mode, with no
+ * cause shown; the outage is logged once through the process's log (`Services.storeOutage`), not
+ * once per error. Every transport's errors pass here, so this is the one place that decides it.
+ * It carries no HTTP status: a field error leaves the result a GraphQL response with `data`, which
+ * GraphQL over HTTP answers 200 (docs/graphql.md, Errors).
  */
 function maskError(services: Services, isDev: boolean) {
   return (error: unknown): Error => {
@@ -156,9 +158,9 @@ function maskError(services: Services, isDev: boolean) {
       }
     }
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
-    if (!services.storeOutage.unreachable(cause))
-      services.logger.error({ err: cause }, 'graphql operation failed');
     const located = mapped instanceof GraphQLError ? mapped : undefined;
+    if (services.storeOutage.unreachable(cause)) return storeUnavailableError(located);
+    services.logger.error({ err: cause }, 'graphql operation failed');
     return new GraphQLError('Unexpected error.', {
       nodes: located?.nodes,
       source: located?.source,

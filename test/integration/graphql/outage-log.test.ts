@@ -9,6 +9,7 @@ import {
   noted,
   poolEmptied,
 } from '../../helpers/database-outage.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { codesOf, runOver, type Answer, type Credentials } from './transports.js';
 import { until } from '../../helpers/wait.js';
@@ -40,9 +41,8 @@ const noStorageText = (answer: Answer) =>
 
 /**
  * docs/deployment.md, "What is logged while PostgreSQL is away": GraphQL follows the process's one
- * rule. A resolver that meets the outage mid-operation is answered as before (masked,
- * INTERNAL_SERVER_ERROR) and a credential check that meets it SERVICE_UNAVAILABLE with 503, but the
- * outage is one warning (driver's message and code, no stack) and its end one line, not
+ * rule. A resolver that meets the outage mid-operation is answered SERVICE_UNAVAILABLE at its path
+ * and a credential check that meets it SERVICE_UNAVAILABLE with 503, but the outage is one warning (driver's message and code, no stack) and its end one line, not
  * `graphql operation failed` with a stack per error. POST over a socket, PostgreSQL behind a proxy
  * the test cuts.
  */
@@ -99,16 +99,16 @@ describe.skipIf(skip !== undefined)('the GraphQL log while PostgreSQL is unreach
     expect(midOperation.status).toBe(200);
     expect(midOperation.data).toBeNull();
     expect(midOperation.errors).toEqual([
-      expect.objectContaining({ message: 'Unexpected error.', path: ['me'] }),
+      expect.objectContaining({ message: STORE_UNAVAILABLE_MESSAGE, path: ['me'] }),
     ]);
-    expect(codesOf(midOperation)).toEqual(['INTERNAL_SERVER_ERROR']);
+    expect(codesOf(midOperation)).toEqual(['SERVICE_UNAVAILABLE']);
     noStorageText(midOperation);
 
     // Anonymous reads pass the credential step and meet the outage in their resolver.
     for (let i = 0; i < 3; i++) {
       const answer = await posts();
       expect(answer.data).toBeNull();
-      expect(codesOf(answer)).toEqual(['INTERNAL_SERVER_ERROR']);
+      expect(codesOf(answer)).toEqual(['SERVICE_UNAVAILABLE']);
       noStorageText(answer);
     }
     // With a key, the credential check meets it first.
