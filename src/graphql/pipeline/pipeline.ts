@@ -227,6 +227,25 @@ export function createPipeline(
     await authenticate(credentials);
   }
 
+  /**
+   * An HTTP request's caller, checked once per request. A POST the direct path declines (refused
+   * credentials, a database that cannot be reached) is answered by Yoga, which builds the context
+   * again: it reuses the first check's outcome, refusal included, rather than asking the store a
+   * second time and counting one failed check as two in the outage log.
+   */
+  const callers = new WeakMap<FastifyRequest, Promise<Principal | null>>();
+  function callerOf(req: FastifyRequest): Promise<Principal | null> {
+    let principal = callers.get(req);
+    if (principal === undefined) {
+      principal = authenticate({
+        authorization: headerValue(req, 'authorization'),
+        apiKey: headerValue(req, 'x-api-key'),
+      });
+      callers.set(req, principal);
+    }
+    return principal;
+  }
+
   const yoga = createYoga<HttpServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -265,10 +284,7 @@ export function createPipeline(
       const stream = (initial as unknown as Partial<StreamServerContext>).caller;
       const caller: Caller = stream ?? {
         transport: 'http',
-        principal: await authenticate({
-          authorization: headerValue(initial.req, 'authorization'),
-          apiKey: headerValue(initial.req, 'x-api-key'),
-        }),
+        principal: await callerOf(initial.req),
         address: initial.req.ip,
         requestId: initial.req.id,
         signal: initial.request.signal,

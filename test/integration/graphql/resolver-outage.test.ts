@@ -264,6 +264,25 @@ function resolverOutageCases(env: () => OutageEnv) {
     });
     expect((await runOver('SSE', env().base, op, credentials)).data).toEqual(created('Over SSE'));
   });
+
+  it('a POST whose credential check meets the outage is checked once: one failure per request', async () => {
+    await inOutage(async () => {
+      await env().start();
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${env().base}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', ...credentials },
+          body: JSON.stringify({ query: '{ me { id } }' }),
+        });
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
+        const body = (await res.json()) as Answer;
+        expect(body.errors).toEqual([
+          { message: STORE_UNAVAILABLE_MESSAGE, extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 1 } },
+        ]);
+      }
+    }, 3);
+  });
 }
 
 describe.skipIf(skip !== undefined)('a resolver meeting PostgreSQL gone (a proxy the test cuts)', () => {
