@@ -91,8 +91,8 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
 /**
  * The two lines of `Services.storeOutage`. They name no status: REST and the token server answer
  * 503, gRPC INTERNAL with retry-after (a storage failure, the spec says), GraphQL
- * SERVICE_UNAVAILABLE at the credential check and a masked error for a field whose resolver meets
- * the outage (docs/deployment.md).
+ * SERVICE_UNAVAILABLE with retryAfter, with 503 at the credential check and at the field's path
+ * when a resolver meets the outage (docs/deployment.md).
  */
 const REQUEST_OUTAGE = { down: 'requests failing', up: 'requests served' };
 /** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
