@@ -1,6 +1,9 @@
 import { ApolloClient, CombinedGraphQLErrors, gql, HttpLink, InMemoryCache } from '@apollo/client';
+import { type Client as WsClient, createClient as createWsClient } from 'graphql-ws';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { Services } from '../../../src/compose.js';
 import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { testDialect } from '../../helpers/database.js';
 import {
@@ -13,10 +16,7 @@ import {
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
-import type { Services } from '../../../src/compose.js';
 import { listeningAtrium } from './support.js';
-import { type Client as WsClient, createClient as createWsClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { type Answer, type Credentials, type Operation, runOver } from './transports.js';
 
 const skip = await postgresMissing();
