@@ -4,7 +4,7 @@ import {
   startListeningBehindProxy,
   type ListeningBehindProxy,
 } from '../../helpers/database-outage.js';
-import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/grpc/errors.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { bufCurl, bufMissing, bufVerboseReceived, grpc, REFLECTED_METHODS } from './support.js';
 
 // On CI each throws, failing the file, when its prerequisite is missing; locally they skip and say why.
