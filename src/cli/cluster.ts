@@ -192,8 +192,13 @@ export async function runCluster(argv: string[]): Promise<number> {
           `atrium cluster: ${back.name} (role ${back.role}, ${ports(back)}) restarted and ready, pid ${back.pid}\n`,
         );
       },
-      notReady(name, reason) {
-        process.stderr.write(`atrium cluster: ${name} restarted but not ready: ${reason}\n`);
+      notReady(late) {
+        exitedAlone = true;
+        process.stderr.write(
+          `atrium cluster: ${late.name} (role ${late.role}, ${ports(late)}) restarted but not ready: ${late.reason}; ` +
+            `stopping it (SIGTERM, SIGKILL after ${late.stopGraceMs / 1000} s), restarting it ${late.restartInMs / 1000} s ` +
+            `after it exits (exit ${late.exits} in a row); its log: ${late.log}\n`,
+        );
       },
     });
     process.stderr.write(`atrium cluster: ready at ${cluster.httpUrl}; Ctrl-C stops everything\n`);

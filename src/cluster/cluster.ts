@@ -44,6 +44,13 @@ export interface ClusterOptions {
   runDir?: string;
   startTimeoutMs?: number;
   /**
+   * The supervisor's timings (supervise()): the restart delay after a first exit, doubled per exit
+   * in a row up to `maxDelayMs` (RESTART_BACKOFF_MS by default), and how long a restarted process
+   * that is not ready within startTimeoutMs has between SIGTERM and SIGKILL (NOT_READY_STOP_GRACE_MS).
+   * Tests make them small.
+   */
+  restart?: { initialDelayMs?: number; maxDelayMs?: number; stopGraceMs?: number };
+  /**
    * Aborting it while start() runs stops whatever has started (migration, processes, nginx) and
    * makes start() throw StartAborted (a SIGTERM to `atrium cluster` before it is ready).
    */
@@ -83,12 +90,33 @@ export interface Restarted {
   pid: number | undefined;
 }
 
+/**
+ * A process of the cluster started again after an UnexpectedExit, alive but not ready within the
+ * start timeout: it is stopped (SIGTERM, SIGKILL after `stopGraceMs`), which counts as another exit
+ * in a row, and started again `restartInMs` after it has exited.
+ */
+export interface NotReady {
+  name: string;
+  role: string;
+  port: number;
+  grpcPort?: number;
+  pid: number | undefined;
+  /** Why it is not ready (the last answer of its /readyz). */
+  reason: string;
+  log: string;
+  stopGraceMs: number;
+  /** When it is started again, in ms from its exit. */
+  restartInMs: number;
+  /** Exits in a row, this one included. */
+  exits: number;
+}
+
 /** What supervise() tells its caller. */
 export interface SupervisorEvents {
   exited(exit: UnexpectedExit): void;
   restarted?(restarted: Restarted): void;
-  /** Started again, but alive and not ready within the start timeout: left running, as it is. */
-  notReady?(name: string, reason: string): void;
+  /** Started again, alive, but not ready within the start timeout: stopped and started again. */
+  notReady?(notReady: NotReady): void;
 }
 
 /**
@@ -99,8 +127,17 @@ export interface SupervisorEvents {
  */
 export const RESTART_BACKOFF_MS = { initial: 1_000, max: 30_000 } as const;
 export const RESTART_RESET_AFTER_MS = 60_000;
-export const restartDelayMs = (exits: number): number =>
-  Math.min(RESTART_BACKOFF_MS.initial * 2 ** Math.max(0, exits - 1), RESTART_BACKOFF_MS.max);
+export const restartDelayMs = (
+  exits: number,
+  backoff: { initial: number; max: number } = RESTART_BACKOFF_MS,
+): number => Math.min(backoff.initial * 2 ** Math.max(0, exits - 1), backoff.max);
+
+/**
+ * A restarted process alive but not ready within the start timeout gets SIGTERM, and SIGKILL this
+ * long after: over its drain in the cluster (SHUTDOWN_DELAY_MS twice, 4 s), short enough that a
+ * process too stuck to drain does not hold its ports long.
+ */
+export const NOT_READY_STOP_GRACE_MS = 10_000;
 
 interface RestartState {
   /** Exits in a row (see RESTART_RESET_AFTER_MS). */
@@ -131,6 +168,13 @@ export class Cluster {
   /** stop() has begun: nothing is restarted any more. */
   private stopping = false;
   private readonly restarts = new Map<string, RestartState>();
+  /**
+   * Processes that should get nothing from nginx (stopped by restart(), exited, starting again, not
+   * ready): syncRotation() takes one of each balanced role out of rotation.
+   */
+  private readonly unwanted = new Set<RunningProcess>();
+  /** The process of each role whose out-of-rotation file exists (nginx honours one per role). */
+  private readonly outOfRotation = new Map<string, RunningProcess>();
   /** runDir was made by start(), so stop() removes it: nothing is left in /tmp after a run. */
   private readonly ownsRunDir: boolean;
   private constructor(
@@ -326,18 +370,56 @@ export class Cluster {
    * process of its role stays in rotation, nginx first stops sending it anything new (its file in the
    * out-of-rotation directory, checked by nginx on every request: no reload, see nginx-config.ts),
    * so no request or call can meet its closing listener or connections; it is put back once ready.
+   * (Not when another process of its role is out already, one that exited and is not back: nginx
+   * honours one file per role, see syncRotation.)
    */
   async restart(name: string): Promise<void> {
     const p = this.process(name);
-    const address = this.upstreamAddress(p);
-    const balanced = address !== undefined && this.role(p.spec.role).length > 1;
-    if (balanced) this.setOutOfRotation(address, true);
+    this.setWanted(p, false);
     const code = await p.child.stop('SIGTERM');
     if (code !== 0) throw new Error(`${name} exited ${code} on SIGTERM: ${this.tail(name)}`);
     await this.startProcess(p);
-    if (balanced) this.setOutOfRotation(address, false);
+    this.setWanted(p, true);
   }
 
+  /**
+   * Marks `p` as one nginx should send nothing to (`wanted` false: stopping, down, starting, not
+   * ready) or anything again (ready), and updates the out-of-rotation files.
+   */
+  private setWanted(p: RunningProcess, wanted: boolean): void {
+    if (wanted) this.unwanted.delete(p);
+    else this.unwanted.add(p);
+    this.syncRotation(p.spec.role);
+  }
+
+  /**
+   * nginx's configuration takes at most one process of a role out of rotation (with two files, only
+   * the last `if` counts; nginx-config.ts), so: the file of a process that is wanted again goes, and
+   * when the role has no file, the first unwanted process gets one, provided another process of its
+   * role stays in rotation (a role of one process, or one whose every process is down, has nowhere
+   * else to send requests: nginx's own failure handling is all there is then).
+   */
+  private syncRotation(role: ProcessSpec['role']): void {
+    if (role === 'worker') return;
+    const processes = this.role(role);
+    if (processes.length < 2) return;
+    const out = this.outOfRotation.get(role);
+    if (out && !this.unwanted.has(out)) {
+      this.setOutOfRotation(this.upstreamAddress(out)!, false);
+      this.outOfRotation.delete(role);
+    }
+    if (this.outOfRotation.has(role)) return;
+    const down = processes.filter((p) => this.unwanted.has(p));
+    if (down.length === 0 || down.length === processes.length) return;
+    this.setOutOfRotation(this.upstreamAddress(down[0]!)!, true);
+    this.outOfRotation.set(role, down[0]!);
+  }
+
+  /**
+   * The address nginx's upstream names `p` by, and so its out-of-rotation file: the HTTP port for
+   * api and auth (proxy_pass), the gRPC port for grpc (grpc_pass, whose server block tests the same
+   * directory); undefined for a worker, which nginx does not balance.
+   */
   private upstreamAddress(p: RunningProcess): string | undefined {
     const host = hostForUrl(this.options.host ?? '127.0.0.1');
     if (p.spec.role === 'api' || p.spec.role === 'auth') return `${host}:${p.spec.port}`;
@@ -388,9 +470,14 @@ export class Cluster {
    * Supervises the processes from now on: one that exits without stop() or restart() having stopped
    * it (a crash, an OOM kill, a signal from outside, even a clean exit) is reported, then started
    * again on the same ports after restartDelayMs (1 s, doubling to 30 s while it keeps exiting),
-   * and reported again once ready. Meanwhile nginx sends its role's requests to the instances left
-   * (a role with none answers 502). nginx itself is reported, not restarted: a master killed
-   * outright can leave workers holding its ports.
+   * and reported again once ready. A process of a balanced role (another process of its role stays
+   * in rotation) is taken out of nginx's rotation as soon as its exit is seen, as restart() does,
+   * and put back once its /readyz answers 200 again: nginx sends it nothing while it is down or
+   * starting, rather than learning of it from refused connections. A role with no process left
+   * answers 502. A restarted process alive but not ready within the start timeout is stopped
+   * (SIGTERM, SIGKILL after NOT_READY_STOP_GRACE_MS), counted as another exit in a row and started
+   * again after the doubled delay; it stays out of rotation meanwhile. nginx itself is reported,
+   * not restarted: a master killed outright can leave workers holding its ports.
    */
   supervise(events: SupervisorEvents): void {
     for (const p of this.processes) {
@@ -410,17 +497,28 @@ export class Cluster {
         });
   }
 
+  /** The delay before the next start after the n-th exit in a row (options.restart, or the default). */
+  private restartDelay(exits: number): number {
+    const { initialDelayMs, maxDelayMs } = this.options.restart ?? {};
+    return restartDelayMs(exits, {
+      initial: initialDelayMs ?? RESTART_BACKOFF_MS.initial,
+      max: maxDelayMs ?? RESTART_BACKOFF_MS.max,
+    });
+  }
+
   private exited(
     p: RunningProcess,
     code: number | null,
     signal: NodeJS.Signals | null,
     events: SupervisorEvents,
   ): void {
+    // Out of rotation first: every request nginx would send it from now on meets a refused connection.
+    if (!this.stopping) this.setWanted(p, false);
     const state = this.restarts.get(p.spec.name)!;
     if (state.readyAt !== undefined && Date.now() - state.readyAt >= RESTART_RESET_AFTER_MS) state.exits = 0;
     state.readyAt = undefined;
     state.exits++;
-    const delay = this.stopping ? undefined : restartDelayMs(state.exits);
+    const delay = this.stopping ? undefined : this.restartDelay(state.exits);
     events.exited({
       ...this.describe(p),
       code,
@@ -430,6 +528,15 @@ export class Cluster {
       ...(delay === undefined ? {} : { restartInMs: delay }),
     });
     if (delay === undefined) return;
+    this.scheduleRevive(p, state, events, delay);
+  }
+
+  private scheduleRevive(
+    p: RunningProcess,
+    state: RestartState,
+    events: SupervisorEvents,
+    delay: number,
+  ): void {
     clearTimeout(state.timer);
     state.timer = setTimeout(() => void this.revive(p, state, events), delay);
   }
@@ -442,12 +549,42 @@ export class Cluster {
     } catch (err) {
       // Exited while starting: already reported, and its next start planned (exited above).
       if (this.stopping || !p.child.running) return;
-      events.notReady?.(p.spec.name, (err as Error).message.split('\n')[0]!);
+      await this.stopNotReady(p, state, events, (err as Error).message.split('\n')[0]!);
       return;
     }
     if (this.stopping) return;
     state.readyAt = Date.now();
+    this.setWanted(p, true);
     events.restarted?.({ ...this.describe(p), pid: p.child.pid });
+  }
+
+  /**
+   * A restarted process alive but not ready within the start timeout: whatever holds it (a wedged
+   * start, a dependency it cannot reach), it is not left running unwatched, out of rotation for
+   * good. It is stopped like any process (SIGTERM: it drains), killed if still there after the grace,
+   * and that counts as another exit in a row: the next start waits the doubled delay.
+   */
+  private async stopNotReady(
+    p: RunningProcess,
+    state: RestartState,
+    events: SupervisorEvents,
+    reason: string,
+  ): Promise<void> {
+    state.exits++;
+    const delay = this.restartDelay(state.exits);
+    const stopGraceMs = this.options.restart?.stopGraceMs ?? NOT_READY_STOP_GRACE_MS;
+    events.notReady?.({
+      ...this.describe(p),
+      pid: p.child.pid,
+      reason,
+      log: join(this.runDir, 'logs', `${p.spec.name}.log`),
+      stopGraceMs,
+      restartInMs: delay,
+      exits: state.exits,
+    });
+    await p.child.stop('SIGTERM', stopGraceMs);
+    if (this.stopping) return;
+    this.scheduleRevive(p, state, events, delay);
   }
 
   private describe(p: RunningProcess): { name: string; role: string; port: number; grpcPort?: number } {
