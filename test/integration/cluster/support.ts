@@ -57,6 +57,12 @@ export async function missingPrerequisite(): Promise<string | undefined> {
 }
 
 /**
+ * The one port at or above 10000 that fetch refuses to connect to (the Fetch standard's "bad ports",
+ * amanda): a process given it was never found ready ("fetch failed" after the whole start timeout).
+ */
+const FETCH_BLOCKED_PORT = 10_080;
+
+/**
  * Ports free right now (nginx needs them fixed before the processes start), picked below the
  * kernel's ephemeral range: a port the OS picked (listen on 0) is one it also hands out to outgoing
  * connections, and between its release here and the bind of the process meant to take it, another
@@ -68,6 +74,7 @@ export async function freePorts(n: number): Promise<number[]> {
   for (let attempts = 0; ports.size < n; attempts++) {
     if (attempts > n * 50) throw new Error(`no ${n} free ports below ${low}`);
     const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (port === FETCH_BLOCKED_PORT) continue;
     if (!ports.has(port) && (await bindable(port))) ports.add(port);
   }
   return [...ports];
@@ -98,7 +105,7 @@ function bindable(port: number): Promise<boolean> {
 export async function freeRun(n: number): Promise<number> {
   for (;;) {
     const [base] = await freePorts(1);
-    let ok = true;
+    let ok = !(base! <= FETCH_BLOCKED_PORT && FETCH_BLOCKED_PORT < base! + n);
     for (let i = 1; i < n && ok; i++) ok = await bindable(base! + i);
     if (ok) return base!;
   }
@@ -193,6 +200,8 @@ export async function startTestCluster(options: {
   databaseUrl?: string;
   env?: Record<string, string>;
   shutdownDelayMs?: number;
+  /** The supervisor's timings (ClusterOptions.restart). */
+  restart?: ClusterOptions['restart'];
 }): Promise<TestCluster> {
   ensureBuilt();
   const database = options.databaseUrl
@@ -208,6 +217,7 @@ export async function startTestCluster(options: {
     ports,
     nginxBinary: NGINX,
     ...(options.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: options.shutdownDelayMs }),
+    ...(options.restart === undefined ? {} : { restart: options.restart }),
     env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', ...options.env },
     startTimeoutMs: 240_000,
   };
