@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ const ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
  * made never ready on demand: `migrate` exits 0; `serve` listens on PORT, answers /readyz 200, or
  * 503 forever when the file `<FAKE_DIR>/<PORT>.mode` said `never-ready` at its start (and then
  * ignores SIGTERM, so only SIGKILL ends it), and answers anything else 200 with `x-served-by:
- * <PORT> <pid>`. Each start appends its pid to `<PORT>.pids`, each SIGTERM to `<PORT>.sigterm`.
+ * <PORT> <pid>`; with `slow` it listens only 3 s after its start. Each start appends its pid to `<PORT>.pids`, each SIGTERM to `<PORT>.sigterm`.
  */
 const FAKE_ATRIUM = `
 const http = require('node:http');
@@ -30,14 +30,15 @@ process.on('SIGTERM', () => {
   fs.appendFileSync(file('sigterm'), process.pid + '\\n');
   if (mode !== 'never-ready') process.exit(0);
 });
-http.createServer((req, res) => {
+const server = http.createServer((req, res) => {
   if (req.url === '/readyz') {
     res.statusCode = mode === 'never-ready' ? 503 : 200;
     return res.end();
   }
   res.setHeader('x-served-by', port + ' ' + process.pid);
   res.end('ok');
-}).listen(Number(port), process.env.HOST);
+});
+setTimeout(() => server.listen(Number(port), process.env.HOST), mode === 'slow' ? 3000 : 0);
 `;
 
 const alive = (pid: number) => {
@@ -85,7 +86,7 @@ describe.skipIf(skip !== undefined)(
         nginxBinary: NGINX,
         command: [process.execPath, join(dir, 'fake-atrium.cjs')],
         env: { FAKE_DIR: dir },
-        startTimeoutMs: 3_000,
+        startTimeoutMs: 5_000,
         restart: { initialDelayMs: 300, maxDelayMs: 5_000, stopGraceMs: 500 },
       });
       cluster.supervise({
@@ -178,5 +179,57 @@ describe.skipIf(skip !== undefined)(
         }
       },
     );
+
+    it('keeps one process per role out of rotation: when both died, the second gets the file once the first is back', async () => {
+      const dirOut = join(cluster.runDir, 'out-of-rotation');
+      const [api1, api2] = cluster.role('api').map((p) => p.spec.port);
+      const from = events.length;
+      // Every distinct set of files in the directory, in order, from now until both are back.
+      const states: string[] = [];
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          const now = readdirSync(dirOut).sort().join(' ');
+          if (states.at(-1) !== now) states.push(now);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      // api-2 comes back 3 s later than it would: api-1 is back first.
+      writeFileSync(file(api2!, 'mode'), 'slow');
+      const restarted = (name: string) =>
+        events.slice(from).some((e) => e.kind === 'restarted' && e.name === name);
+      try {
+        process.kill(cluster.process('api-1').child.pid!, 'SIGKILL');
+        await until(() => events.slice(from).some((e) => e.kind === 'exited'), 'api-1 reported');
+        process.kill(cluster.process('api-2').child.pid!, 'SIGKILL');
+        await until(() => restarted('api-1') && restarted('api-2'), 'both restarted', 20_000);
+        await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        watching = false;
+        await watch;
+      }
+      expect(events.slice(from).map((e) => `${e.kind} ${e.name}`)).toEqual([
+        'exited api-1',
+        'exited api-2',
+        'restarted api-1',
+        'restarted api-2',
+      ]);
+      // api-1 out; api-2 down too, but nginx honours one file per role, and with both down there is
+      // nowhere else to send requests: no second file. api-1 back: its file goes, api-2's comes.
+      expect(states).toEqual(['', `127.0.0.1:${api1}`, `127.0.0.1:${api2}`, '']);
+      // Both serve through nginx again.
+      const servedBy = new Set<string>();
+      await until(
+        async () => {
+          const res = await fetch(`${cluster.httpUrl}/api/v2/anything`);
+          await res.text();
+          expect(res.status).toBe(200);
+          servedBy.add(res.headers.get('x-served-by')!.split(' ')[0]!);
+          return servedBy.size === 2;
+        },
+        'both api processes serving through nginx',
+        5_000,
+      );
+    });
   },
 );
