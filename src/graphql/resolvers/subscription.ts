@@ -1,7 +1,7 @@
 import type { Comment } from '../../domain/comments.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError } from '../errors.js';
-import { CredentialsEnded } from '../subscriptions/comment-feed.js';
+import { Undeliverable } from '../subscriptions/comment-feed.js';
 
 /** `Subscription.commentAdded`: the stream comes from the instance's comment feed. */
 export const subscriptionResolvers: Record<string, Record<string, unknown>> = {
@@ -16,9 +16,10 @@ export const subscriptionResolvers: Record<string, Record<string, unknown>> = {
         }
         return ctx.commentFeed.subscribe(args.postId, ctx.principal, ctx.recheck);
       },
-      // The stream's last event when the credentials stopped holding: the error, then the end.
-      resolve: (comment: Comment | CredentialsEnded) => {
-        if (comment instanceof CredentialsEnded) throw comment.error;
+      // An event answered with an error: the credentials stopped holding (the stream then ends), or
+      // the database could not be reached (it stays open). The masking decides what is shown.
+      resolve: (comment: Comment | Undeliverable) => {
+        if (comment instanceof Undeliverable) throw comment.error;
         return comment;
       },
     },

@@ -1,6 +1,8 @@
+import { GraphQLError } from 'graphql';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import type { Comment } from '../../domain/comments.js';
+import { isStoreUnavailable } from '../../store/errors.js';
 
 /** What travels between instances: ids only; each instance reads the rest from the store. */
 interface CommentAdded {
@@ -18,10 +20,25 @@ const isCommentAdded = (m: unknown): m is CommentAdded =>
 
 type Waiter = (message: CommentAdded) => void;
 
-/** The last item of a stream whose caller's credentials stopped holding: the error to answer with. */
-export class CredentialsEnded {
+/**
+ * An event this stream cannot deliver, answered with `error` in its place: the resolver throws it,
+ * and the pipeline's masking decides what the subscriber is told (SERVICE_UNAVAILABLE for a database
+ * that cannot be reached, as for any resolver). The stream stays open for the events after it.
+ */
+export class Undeliverable {
   constructor(readonly error: unknown) {}
 }
+
+/** The last item of a stream whose caller's credentials stopped holding: the error to answer with. */
+export class CredentialsEnded extends Undeliverable {}
+
+/**
+ * The credential check failed because the database could not be reached, not because the
+ * credentials were refused: the pipeline answers that SERVICE_UNAVAILABLE (`authenticationError`),
+ * which is worth retrying, so the stream stays open.
+ */
+const checkUnavailable = (err: unknown): boolean =>
+  err instanceof GraphQLError && err.extensions.code === 'SERVICE_UNAVAILABLE';
 
 /**
  * `commentAdded` for this instance: the core's after-commit `comment.added` signal is published on
@@ -30,7 +47,7 @@ export class CredentialsEnded {
  */
 export class CommentFeed {
   private readonly byPost = new Map<string, Set<Waiter>>();
-  private readonly streams = new Set<AsyncGenerator<Comment | CredentialsEnded>>();
+  private readonly streams = new Set<AsyncGenerator<Comment | Undeliverable>>();
   private stopListening: (() => void) | undefined;
   private stopBridge: (() => void) | undefined;
 
@@ -64,13 +81,15 @@ export class CommentFeed {
    *
    * `recheck` authenticates the subscriber's credentials again before each delivery: a key revoked
    * or a user deleted since the subscription began (by any process) ends the stream with that error
-   * instead of the comment.
+   * instead of the comment. An event met by a database that cannot be reached (the check, or the
+   * read of the comment) is answered with that error instead, and the stream stays open: the next
+   * event once the database answers is delivered (docs/graphql.md, Subscriptions).
    */
   subscribe(
     postId: string,
     viewer: Principal | null,
     recheck?: () => Promise<void>,
-  ): AsyncGenerator<Comment | CredentialsEnded> {
+  ): AsyncGenerator<Comment | Undeliverable> {
     const { core, logger } = this.services;
     const pending: CommentAdded[] = [];
     let wake: (() => void) | undefined;
@@ -89,7 +108,7 @@ export class CommentFeed {
       wake?.();
     };
     const streams = this.streams;
-    async function* comments(): AsyncGenerator<Comment | CredentialsEnded> {
+    async function* comments(): AsyncGenerator<Comment | Undeliverable> {
       try {
         while (!done) {
           const next = pending.shift();
@@ -102,17 +121,31 @@ export class CommentFeed {
             try {
               await recheck();
             } catch (err) {
+              // The database away: this event is answered with the error, the next may be delivered.
+              if (checkUnavailable(err)) {
+                yield new Undeliverable(err);
+                continue;
+              }
               yield new CredentialsEnded(err);
               return;
             }
           }
+          let comment: Comment;
           try {
             // The core reads the comment as the subscriber: one on a post they may not see is not found.
-            yield await core.comments.get(viewer, next.commentId);
+            comment = await core.comments.get(viewer, next.commentId);
           } catch (err) {
+            // The database away: answered with the error (the masking maps it and logs the outage
+            // once), not dropped in silence; the stream stays open.
+            if (isStoreUnavailable(err)) {
+              yield new Undeliverable(err);
+              continue;
+            }
             // Hidden from this subscriber, or deleted since: nothing to deliver.
             logger.debug({ err: (err as Error).message }, 'commentAdded skipped');
+            continue;
           }
+          yield comment;
         }
       } finally {
         detach();
