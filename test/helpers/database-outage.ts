@@ -1,8 +1,9 @@
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
 import pg from 'pg';
 import { createAtrium, type Atrium, type ServerRole, type ServicesOptions } from '../../src/compose.js';
 import { parseConfig } from '../../src/config/schema.js';
 import type { Store } from '../../src/store/store.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { freshDatabase, testDialect, type TestDatabase } from './database.js';
 import { forSuite } from './suite.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { until } from './wait.js';
@@ -140,4 +141,31 @@ export const noted = (lines: Array<Record<string, unknown>>) =>
  */
 export function poolEmptied(store: Store, atMost = 0): Promise<void> {
   return until(() => (store.poolStats()?.total ?? 0) <= atMost, 'the pool emptied');
+}
+
+/**
+ * The run's engine's own words for a database that is gone, for tests that make an outage without
+ * a proxy: PostgreSQL's terminated backend (57P01), SQLite's lock held past its busy timeout
+ * (SQLITE_BUSY). The store counts both as unreachable (src/store/errors.ts).
+ */
+export function engineOutageError(): Error & { code: string } {
+  return testDialect() === 'postgres'
+    ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
+    : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+}
+
+/**
+ * A store plugin that fails every statement with `failing` while it is set, after the statement
+ * ran (a write outside a transaction may have been stored): an outage on the run's engine, made by
+ * the test, where a real one would make every statement wait out the busy timeout.
+ */
+export class FailingStatements implements KyselyPlugin {
+  failing: Error | undefined;
+  transformQuery({ node }: PluginTransformQueryArgs) {
+    return node;
+  }
+  async transformResult({ result }: PluginTransformResultArgs) {
+    if (this.failing) throw this.failing;
+    return result;
+  }
 }

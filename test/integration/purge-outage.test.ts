@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PURGE_KINDS, PurgeJob, type PurgeKind } from '../../src/maintenance/purge.js';
 import { startTestAtrium, type TestAtrium } from '../helpers/atrium.js';
-import { testDialect } from '../helpers/database.js';
 import {
   postgresMissing,
   startAtriumBehindProxy,
   type AtriumBehindProxy,
   poolEmptied,
+  engineOutageError,
 } from '../helpers/database-outage.js';
 import { memoryLog } from '../helpers/memory-log.js';
 
@@ -92,10 +92,7 @@ describe('the purge job when a kind fails', () => {
 
   it('logs an outage once (SQLite: busy; PostgreSQL: terminated) and anything else in full, every run', async () => {
     const job = new PurgeJob({ ...atrium.services, logger: log.logger }, { kinds });
-    const outage =
-      testDialect() === 'postgres'
-        ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-        : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    const outage = engineOutageError();
     const broken = Object.assign(new Error('relation "settings" does not exist'), { code: '42P01' });
 
     failure = outage;

@@ -1,6 +1,6 @@
 import { ApolloClient, CombinedGraphQLErrors, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { type Client as WsClient, createClient as createWsClient } from 'graphql-ws';
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
+import type { PluginTransformResultArgs } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Services } from '../../../src/compose.js';
@@ -13,6 +13,8 @@ import {
   postgresMissing,
   REQUEST_BACK_LINE,
   REQUEST_OUTAGE_LINE,
+  engineOutageError,
+  FailingStatements,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
@@ -22,18 +24,13 @@ import { type Answer, type Credentials, type Operation, runOver } from './transp
 const skip = await postgresMissing();
 
 /**
- * Fails every statement's result with `failing` while it is set (the run's engine, an outage made
- * by the test), and runs `then` once the next statement has answered, before its result goes back:
- * the request that sent it carries on into the outage `then` starts.
+ * FailingStatements that can also run `then` once the next statement has answered, before its
+ * result goes back: the request that sent it carries on into the outage `then` starts.
  */
-class OutageSwitch implements KyselyPlugin {
-  failing: Error | undefined;
+class OutageSwitch extends FailingStatements {
   then: (() => Promise<void>) | undefined;
-  transformQuery({ node }: PluginTransformQueryArgs) {
-    return node;
-  }
-  async transformResult({ result }: PluginTransformResultArgs) {
-    if (this.failing) throw this.failing;
+  override async transformResult(args: PluginTransformResultArgs) {
+    const result = await super.transformResult(args);
     const then = this.then;
     this.then = undefined;
     await then?.();
@@ -308,10 +305,7 @@ describe(`a resolver meeting the database gone (${testDialect()}: its statements
   const log = memoryLog('info');
   const outageSwitch = new OutageSwitch();
   const server = listeningAtrium({}, { logger: log.logger, storePlugins: [outageSwitch] });
-  const outage =
-    testDialect() === 'postgres'
-      ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-      : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  const outage = engineOutageError();
   resolverOutageCases(() => ({
     base: server.base,
     services: server.atrium.services,

@@ -1,5 +1,4 @@
 import { createClient as createSseClient } from 'graphql-sse';
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Services } from '../../../src/compose.js';
 import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
@@ -11,6 +10,8 @@ import {
   postgresMissing,
   REQUEST_BACK_LINE,
   REQUEST_OUTAGE_LINE,
+  engineOutageError,
+  FailingStatements,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
@@ -23,18 +24,6 @@ const SUBSCRIPTION =
   'subscription Watch($postId: ID!) { commentAdded(postId: $postId) { id body author { handle } } }';
 const ADD_COMMENT = `mutation($in: AddCommentInput!) { addComment(input: $in) {
   comment { id } errors { field message } } }`;
-
-/** Fails every statement's result with `failing` while it is set: the run's engine, an outage made by the test. */
-class OutageSwitch implements KyselyPlugin {
-  failing: Error | undefined;
-  transformQuery({ node }: PluginTransformQueryArgs) {
-    return node;
-  }
-  async transformResult({ result }: PluginTransformResultArgs) {
-    if (this.failing) throw this.failing;
-    return result;
-  }
-}
 
 interface OutageEnv {
   base: string;
@@ -253,12 +242,9 @@ describe.skipIf(skip !== undefined)('commentAdded meeting PostgreSQL gone (a pro
 
 describe(`commentAdded meeting the database gone (${testDialect()}: its statements fail as in an outage)`, () => {
   const log = memoryLog('info');
-  const outageSwitch = new OutageSwitch();
+  const outageSwitch = new FailingStatements();
   const server = listeningAtrium({}, { logger: log.logger, storePlugins: [outageSwitch] });
-  const outage =
-    testDialect() === 'postgres'
-      ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-      : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  const outage = engineOutageError();
   subscriptionOutageCases(() => ({
     base: server.base,
     services: server.atrium.services,

@@ -1,4 +1,3 @@
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
@@ -11,6 +10,8 @@ import {
   REQUEST_OUTAGE_LINE,
   REQUEST_BACK_LINE,
   poolEmptied,
+  engineOutageError,
+  FailingStatements,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import {
@@ -239,22 +240,10 @@ describe.skipIf(skip !== undefined)('the token server log while PostgreSQL is un
   }, 30_000);
 });
 
-/** Fails every statement, after it ran, with `error` while it is set. */
-class FailStatements implements KyselyPlugin {
-  error: Error | undefined;
-  transformQuery({ node }: PluginTransformQueryArgs) {
-    return node;
-  }
-  async transformResult({ result }: PluginTransformResultArgs) {
-    if (this.error) throw this.error;
-    return result;
-  }
-}
-
 /** The same rule on either engine, with the store's failure made by the test. */
 describe('the token server log when its statements fail', () => {
   const log = memoryLog('info');
-  const fail = new FailStatements();
+  const fail = new FailingStatements();
   let atrium: TestAtrium;
   let url: string;
   let client: { client_id: string; client_secret: string };
@@ -271,7 +260,7 @@ describe('the token server log when its statements fail', () => {
     client = { client_id: created.client_id, client_secret: created.client_secret! };
   });
   afterAll(async () => {
-    fail.error = undefined;
+    fail.failing = undefined;
     await atrium?.stop();
   });
 
@@ -287,10 +276,7 @@ describe('the token server log when its statements fail', () => {
 
   it('logs the database being away once and its return once (SQLite: busy; PostgreSQL: terminated)', async () => {
     const before = log.lines.length;
-    fail.error =
-      testDialect() === 'postgres'
-        ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-        : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    fail.failing = engineOutageError();
     for (let i = 0; i < 4; i++) {
       const res = await token();
       expect(res.status).toBe(503);
@@ -299,10 +285,10 @@ describe('the token server log when its statements fail', () => {
     expect(messages(log.lines.slice(before))).toEqual([OUTAGE]);
     expect(logged(log.lines.slice(before))[0]).toMatchObject({
       level: 40,
-      err: fail.error.message,
-      code: (fail.error as Error & { code: string }).code,
+      err: fail.failing.message,
+      code: (fail.failing as Error & { code: string }).code,
     });
-    fail.error = undefined;
+    fail.failing = undefined;
     expect((await token()).status).toBe(200);
     expect(messages(log.lines.slice(before))).toEqual([OUTAGE, BACK]);
     expect(logged(log.lines).at(-1)).toMatchObject({ failures: 4 });
@@ -318,7 +304,7 @@ describe('the token server log when its statements fail', () => {
     const statuses: number[] = [];
     try {
       for (const error of [outage, broken, outage, broken, broken, outage]) {
-        fail.error = error;
+        fail.failing = error;
         const res = await token();
         statuses.push(res.status);
         const text = await res.text();
@@ -331,7 +317,7 @@ describe('the token server log when its statements fail', () => {
         } else expectUnavailableBody(text);
       }
     } finally {
-      fail.error = undefined;
+      fail.failing = undefined;
     }
     expect(statuses).toEqual([503, 500, 503, 500, 500, 503]);
     expect((await token()).status).toBe(200);

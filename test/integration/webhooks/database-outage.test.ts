@@ -4,11 +4,11 @@ import type { Services } from '../../../src/compose.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { testDialect } from '../../helpers/database.js';
 import {
   postgresMissing,
   startAtriumBehindProxy,
   type AtriumBehindProxy,
+  engineOutageError,
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { ADDRESS } from '../orders/fixtures.js';
@@ -174,10 +174,7 @@ describe('the webhook worker when its statements fail', () => {
 
   it('logs the database being away once, and once when it answers (SQLite: busy; PostgreSQL: terminated)', async () => {
     const before = log.lines.length;
-    fail.error =
-      testDialect() === 'postgres'
-        ? Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-        : Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    fail.error = engineOutageError();
     await sleep(6 * POLL_MS);
     expect(messages(log.lines.slice(before))).toEqual([OUTAGE]);
     expect(log.lines[before]).toMatchObject({
