@@ -18,7 +18,7 @@ import {
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
-import { listeningAtrium } from './support.js';
+import { listeningAtrium, noStorageText, unavailableAt } from './support.js';
 import { type Answer, type Credentials, type Operation, runOver } from './transports.js';
 
 const skip = await postgresMissing();
@@ -52,18 +52,6 @@ interface OutageEnv {
 const PARTIAL = '{ __typename post(id: "pst_none") { title } }';
 const POSTS = '{ posts(first: 5) { totalCount } }';
 const CREATE = `mutation($in: CreatePostInput!) { createPost(input: $in) { post { title } errors { message } } }`;
-
-/** The outage as every transport must show it: no storage text, no HTTP instruction. */
-const noStorageText = (answer: unknown) =>
-  expect(JSON.stringify(answer)).not.toMatch(
-    /ECONNREFUSED|SQLITE|locked|127\.0\.0\.1|postgres|terminat|queryable|stack|originalError|"http"/i,
-  );
-const unavailableAt = (path: string[]) => ({
-  message: STORE_UNAVAILABLE_MESSAGE,
-  locations: expect.any(Array),
-  path,
-  extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 1 },
-});
 
 /** One operation on an open graphql-ws client: its one result, or the errors it failed with. */
 function overWs(client: WsClient, op: Operation): Promise<Answer> {

@@ -1,7 +1,6 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Services } from '../../../src/compose.js';
-import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { testDialect } from '../../helpers/database.js';
 import {
   behindProxyForSuite,
@@ -15,7 +14,7 @@ import {
 } from '../../helpers/database-outage.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
-import { listeningAtrium } from './support.js';
+import { listeningAtrium, noStorageText, unavailableAt } from './support.js';
 import { type Credentials, runOver, wsClient } from './transports.js';
 
 const skip = await postgresMissing();
@@ -74,26 +73,15 @@ function subscribe(transport: Transport, base: string, postId: string, credentia
   };
   const payload = { query: SUBSCRIPTION, variables: { postId } };
   const name = `${transport} ${credentials['x-api-key'] ? 'with a key' : 'anonymous'}`;
-  if (transport === 'WS') {
-    const client = wsClient(base, credentials);
-    const off = client.subscribe(payload, sink as never);
-    return {
-      name,
-      ids,
-      errors,
-      results,
-      ended,
-      stop: async () => {
-        off();
-        await client.dispose();
-      },
-    };
-  }
-  const client = createSseClient({
-    url: `${base}/graphql/stream`,
-    headers: credentials as Record<string, string>,
-    retryAttempts: 0,
-  });
+  // The two clients differ only in how they are made; both subscribe and dispose alike.
+  const client =
+    transport === 'WS'
+      ? wsClient(base, credentials)
+      : createSseClient({
+          url: `${base}/graphql/stream`,
+          headers: credentials as Record<string, string>,
+          retryAttempts: 0,
+        });
   const off = client.subscribe(payload, sink as never);
   return {
     name,
@@ -103,22 +91,13 @@ function subscribe(transport: Transport, base: string, postId: string, credentia
     ended,
     stop: async () => {
       off();
-      client.dispose();
+      await client.dispose();
     },
   };
 }
 
 /** What a subscriber must be told for an event it cannot be given: no UNAUTHENTICATED, no storage text. */
-const unavailable = {
-  message: STORE_UNAVAILABLE_MESSAGE,
-  locations: expect.any(Array),
-  path: ['commentAdded'],
-  extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 1 },
-};
-const noStorageText = (value: unknown) =>
-  expect(JSON.stringify(value)).not.toMatch(
-    /ECONNREFUSED|SQLITE|locked|127\.0\.0\.1|postgres|terminat|queryable|stack|originalError|"http"/i,
-  );
+const unavailable = unavailableAt(['commentAdded']);
 
 /**
  * docs/graphql.md, Subscriptions, and docs/deployment.md, "When Redis or PostgreSQL fails": a

@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import type { ServicesOptions } from '../../../src/compose.js';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
+import { STORE_UNAVAILABLE_MESSAGE } from '../../../src/store/errors.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { forSuite } from '../../helpers/suite.js';
 
@@ -52,6 +54,20 @@ export function graphQLServerForSuite(env: Record<string, string> = {}): GraphQL
 }
 
 export const codes = (body: GraphQLBody) => (body.errors ?? []).map((e) => e.extensions?.code);
+
+/** A database outage as every transport must show it: no storage text, no HTTP instruction. */
+export const noStorageText = (answer: unknown) =>
+  expect(JSON.stringify(answer)).not.toMatch(
+    /ECONNREFUSED|SQLITE|locked|127\.0\.0\.1|postgres|terminat|queryable|stack|originalError|"http"/i,
+  );
+
+/** The error a field (or a subscription's event) at `path` answers while the database is away. */
+export const unavailableAt = (path: string[]) => ({
+  message: STORE_UNAVAILABLE_MESSAGE,
+  locations: expect.any(Array),
+  path,
+  extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 1 },
+});
 
 export interface ListeningAtrium {
   readonly atrium: TestAtrium;
