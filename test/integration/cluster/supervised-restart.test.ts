@@ -124,6 +124,20 @@ describe.skipIf(skip !== undefined)(
       }
     }
 
+    /**
+     * What every kill under load must show: the supervisor reported the SIGKILL and restarted the
+     * process (a new pid) after the configured delay, and the clients kept calling through nginx
+     * both while it was down and after it was back (more than 20 calls each).
+     */
+    function expectRestartedUnderLoad(run: Awaited<ReturnType<typeof killUnderLoad>>, role: string): void {
+      expect(run.exited).toMatchObject({ role, signal: 'SIGKILL', exits: 1, restartInMs: RESTART_DELAY_MS });
+      expect(run.restarted.pid).not.toBe(run.pid);
+      const down = run.calls.filter((c) => c.start > run.exited.at && c.end < run.restarted.at);
+      const after = run.calls.filter((c) => c.start > run.restarted.at);
+      expect(down.length).toBeGreaterThan(20);
+      expect(after.length).toBeGreaterThan(20);
+    }
+
     /** The counter `metric` with every label in `labels`, as process `name` reports it itself. */
     async function counter(name: string, metric: string, labels: Record<string, string>): Promise<number> {
       const text = await (await fetch(`${env.cluster.process(name).url}/metrics`)).text();
@@ -146,19 +160,9 @@ describe.skipIf(skip !== undefined)(
         if (res.status < 200 || res.status > 299) return `status ${res.status} ${JSON.stringify(body)}`;
         return body.id === caller.userId ? undefined : `another body: ${JSON.stringify(body)}`;
       });
-      expect(run.exited).toMatchObject({
-        role: 'api',
-        signal: 'SIGKILL',
-        exits: 1,
-        restartInMs: RESTART_DELAY_MS,
-      });
-      expect(run.restarted.pid).not.toBe(run.pid);
+      expectRestartedUnderLoad(run, 'api');
       // Every GET answered 2xx: before, during (nginx resends one it sent to the killed process, GET
       // being idempotent), while api-1 was down and after it was back.
-      const down = run.calls.filter((c) => c.start > run.exited.at && c.end < run.restarted.at);
-      const after = run.calls.filter((c) => c.start > run.restarted.at);
-      expect(down.length).toBeGreaterThan(20);
-      expect(after.length).toBeGreaterThan(20);
       expect(run.calls.filter((c) => c.failure !== undefined)).toEqual([]);
       // nginx sent it nothing while it was down: no refused connection in its error log.
       expect(run.nginxLines).toEqual([]);
@@ -190,17 +194,7 @@ describe.skipIf(skip !== undefined)(
           if (error) return `${error.code} ${error.details}`;
           return value?.id === caller.userId ? undefined : `another user: ${JSON.stringify(value)}`;
         });
-        expect(run.exited).toMatchObject({
-          role: 'grpc',
-          signal: 'SIGKILL',
-          exits: 1,
-          restartInMs: RESTART_DELAY_MS,
-        });
-        expect(run.restarted.pid).not.toBe(run.pid);
-        const down = run.calls.filter((c) => c.start > run.exited.at && c.end < run.restarted.at);
-        const after = run.calls.filter((c) => c.start > run.restarted.at);
-        expect(down.length).toBeGreaterThan(20);
-        expect(after.length).toBeGreaterThan(20);
+        expectRestartedUnderLoad(run, 'grpc');
         // A call that reached grpc-1 before it died cannot be saved: every gRPC call is a POST, which
         // nginx never sends again once sent (a SIGKILL takes a few ms to end a process, so calls sent
         // just after the kill may be among them). Every call sent once its exit was seen succeeded:
