@@ -79,7 +79,8 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
   });
 
   /** The dialog's section for one security scheme, found by the name Swagger UI shows. */
-  const scheme = (title: string) => page.locator('.modal-ux .auth-container').filter({ hasText: title }).first();
+  const scheme = (title: string) =>
+    page.locator('.modal-ux .auth-container').filter({ hasText: title }).first();
 
   async function openAuthorize(): Promise<void> {
     await page.click('.auth-wrapper button.authorize');
