@@ -13,6 +13,7 @@ import { CommentFeed } from './subscriptions/comment-feed.js';
 import { directPost } from './transports/direct-post.js';
 import { registerSse } from './transports/sse.js';
 import { attachWebSocket } from './transports/websocket.js';
+import { GRAPHQL_PATH } from './paths.js';
 
 /**
  * GraphQL at /graphql: POST and GET through Yoga (the common JSON POST directly, through the same
@@ -42,7 +43,7 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
     );
 
     scope.route({
-      url: '/graphql',
+      url: GRAPHQL_PATH,
       method: ['GET', 'POST', 'OPTIONS'],
       schema: { hide: true },
       // Queries read outside the request scope; a mutation runs inside it (the direct path enters

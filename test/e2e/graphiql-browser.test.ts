@@ -52,6 +52,77 @@ describeBrowser('GraphiQL in headless Chromium', () => {
     await context.close();
   }, 120_000);
 
+  /**
+   * What a person does with their API key: paste it into the Headers tab, then run a query and a
+   * subscription as themselves. The subscription watches their own draft, whose comments reach
+   * only its author and admins, so an anonymous subscription would hear nothing: it shows whether
+   * the Headers tab reached the subscription too (over graphql-ws it did not, and nothing said so).
+   */
+  it('runs a query and a subscription as the caller named in the Headers tab', async () => {
+    const { services } = dev;
+    const handle = `graphiql${process.pid}`;
+    const user = await services.core.users.create({
+      handle,
+      email: `${handle}@example.com`,
+      name: 'GraphiQL User',
+      role: 'member',
+    });
+    const { key } = await services.apiKeys.create({ userId: user.id, mode: 'test' });
+    const actor = { id: user.id, kind: 'user' as const, role: 'member' as const };
+    const draft = await services.core.posts.create(actor, {
+      title: 'Draft',
+      body: 'not yet',
+      authorId: user.id,
+      publishAt: null,
+    });
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    /** Types the headers into GraphiQL's Headers tab, as a person would (it closes the brace itself). */
+    const enterHeaders = async () => {
+      await page.locator('.graphiql-editor-tools button', { hasText: 'Headers' }).click();
+      await page.locator('.graphiql-editor-tool .graphiql-editor').last().click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(`{"X-API-Key": "${key}"`);
+    };
+    // The result pane as text without its layout (CodeMirror lays lines out its own way).
+    const result = async () =>
+      ((await page.locator('.result-window').textContent()) ?? '').replace(/\s+/g, '');
+
+    await page.goto(`${devUrl}/graphql?query=${encodeURIComponent('{ me { handle } }')}`);
+    await page.waitForSelector('.graphiql-container', { timeout: 60_000 });
+    await enterHeaders();
+    await page.locator('.graphiql-execute-button').click();
+    await page.waitForFunction(() => document.querySelector('.result-window')?.textContent?.includes('"me"'));
+    expect(await result()).toContain(`"handle":"${handle}"`);
+
+    const watch = `subscription { commentAdded(postId: "${draft.id}") { id body } }`;
+    await page.goto(`${devUrl}/graphql?query=${encodeURIComponent(watch)}`);
+    await page.waitForSelector('.graphiql-container', { timeout: 60_000 });
+    await enterHeaders();
+    const [stream] = await Promise.all([
+      page.waitForRequest((r) => new URL(r.url()).pathname === '/graphql/stream'),
+      page.locator('.graphiql-execute-button').click(),
+    ]);
+    // The stream opening says nothing of when the server has subscribed: add a comment each
+    // second until the page shows one (an anonymous subscription never would).
+    const added: string[] = [];
+    const shown = async () => (await result()).includes('commentAdded');
+    for (let i = 0; i < 15 && !(await shown()); i++) {
+      const comment = await services.core.comments.add(actor, {
+        postId: draft.id,
+        authorId: user.id,
+        body: `seen by its author ${i}`,
+      });
+      added.push(comment.id);
+      await page.waitForTimeout(1_000);
+    }
+    const text = await result();
+    expect(added.some((id) => text.includes(`"id":"${id}"`))).toBe(true);
+    expect(stream.headers()['x-api-key']).toBe(key);
+    await context.close();
+  }, 120_000);
+
   it('serves no GraphiQL in production', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

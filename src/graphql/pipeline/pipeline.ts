@@ -9,7 +9,7 @@ import {
   type GraphQLSchema,
   type OperationTypeNode,
 } from 'graphql';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, type GraphiQLOptions, type YogaServerInstance } from 'graphql-yoga';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
@@ -25,6 +25,7 @@ import { malformedParamsPlugin } from './http-params.js';
 import { operationObserver, type OperationObserver } from './observe.js';
 import { type OperationParams, type PersistedQueries } from './persisted.js';
 import { pipelinePlugins } from './plugins.js';
+import { GRAPHQL_PATH, GRAPHQL_SSE_PATH } from '../paths.js';
 
 export type Transport = 'http' | 'ws' | 'sse';
 
@@ -200,6 +201,21 @@ function withoutOriginalError(error: GraphQLError): GraphQLError {
 
 let graphiqlPage: string | undefined;
 
+/**
+ * GraphiQL sends subscriptions over graphql-sse, not graphql-ws: its Headers tab becomes HTTP
+ * headers on every request it makes over HTTP, but never the `connection_init` payload of a
+ * WebSocket, so with graphql-ws a person's API key applied to their queries while their
+ * subscriptions ran anonymous and heard nothing of drafts. `subscriptionsEndpoint` is read by the
+ * page's executor (@graphql-tools/url-loader) though Yoga's type does not list it; without it the
+ * page would post subscriptions to `/graphql`, which is not where graphql-sse is served.
+ */
+const GRAPHIQL: GraphiQLOptions & { subscriptionsEndpoint: string } = {
+  title: 'Atrium GraphiQL',
+  subscriptionsProtocol: 'GRAPHQL_SSE',
+  subscriptionsEndpoint: GRAPHQL_SSE_PATH,
+  shouldPersistHeaders: false,
+};
+
 export function createPipeline(
   services: Services,
   schema: GraphQLSchema,
@@ -248,7 +264,7 @@ export function createPipeline(
 
   const yoga = createYoga<HttpServerContext, GraphQLContext>({
     schema,
-    graphqlEndpoint: '/graphql',
+    graphqlEndpoint: GRAPHQL_PATH,
     logging: false,
     landingPage: false,
     batching: false,
@@ -256,9 +272,7 @@ export function createPipeline(
     // Yoga's own limit (25 MB) would only pipe every request body through one more stream.
     maxRequestBodySize: false,
     // GraphiQL from the installed package (scripts, styles and workers inlined), development only.
-    graphiql: production
-      ? false
-      : { title: 'Atrium GraphiQL', subscriptionsProtocol: 'WS', shouldPersistHeaders: false },
+    graphiql: production ? false : GRAPHIQL,
     renderGraphiQL: (options) => (graphiqlPage ??= renderGraphiQL(options)),
     maskedErrors: { maskError: mask, isDev },
     plugins: [

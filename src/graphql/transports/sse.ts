@@ -11,6 +11,7 @@ import {
   unauthenticatedError,
 } from '../pipeline/pipeline.js';
 import { publicError, publicResult } from './public-errors.js';
+import { GRAPHQL_SSE_PATH } from '../paths.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
@@ -148,7 +149,7 @@ export function registerSse(
   });
 
   app.route({
-    url: '/graphql/stream',
+    url: GRAPHQL_SSE_PATH,
     method: ['GET', 'POST', 'PUT', 'DELETE'],
     schema: { hide: true },
     // A stream lives as long as its subscription: the 30 s request deadline does not apply.
@@ -187,7 +188,7 @@ export function registerSse(
         req.log.info(
           {
             method: req.method,
-            route: '/graphql/stream',
+            route: GRAPHQL_SSE_PATH,
             ip: req.ip,
             status: reply.raw.statusCode,
             ms: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10,

@@ -10,6 +10,7 @@ import type { Services } from '../../compose.js';
 import { genRequestId } from '../../http/plugins/request-context.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
 import { publicError, publicResult } from './public-errors.js';
+import { GRAPHQL_PATH } from '../paths.js';
 
 /** decisions §8: a connection has 10 s to send `connection_init`, else it is closed with 4408. */
 export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
@@ -44,7 +45,7 @@ export function attachWebSocket(
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
-    if (path !== '/graphql') {
+    if (path !== GRAPHQL_PATH) {
       // Another surface may own this path; with nobody else listening, refuse it.
       if (app.server.listenerCount('upgrade') === 1) socket.destroy();
       return;
