@@ -52,21 +52,47 @@ function badParams(params: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+type Parse = (text: string) => unknown;
+
+/**
+ * JSON.parse for one request, each text parsed once however many of the checks below read it (a
+ * text that is not JSON throws its SyntaxError again each time). A POST body's parsed object is
+ * then handed to graphql-sse too (`registerSse`), so the body is parsed once per operation; until
+ * 2026-11-28 it was parsed three times (`unparsable`, `paramsOf`, graphql-sse). GET's `variables`
+ * and `extensions` are parsed here once and by graphql-sse once more: it reads them from the URL.
+ */
+function parseOnce(): Parse {
+  const parsed = new Map<string, { value: unknown } | { error: unknown }>();
+  return (text) => {
+    let outcome = parsed.get(text);
+    if (outcome === undefined) {
+      try {
+        outcome = { value: JSON.parse(text) as unknown };
+      } catch (error) {
+        outcome = { error };
+      }
+      parsed.set(text, outcome);
+    }
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
+  };
+}
+
 /**
  * The request's parameters as graphql-sse reads them, or undefined when they are not JSON (which
- * `unparsable` or graphql-sse itself answers).
+ * `unparsable` or graphql-sse itself answers). For a POST, the parsed body itself.
  */
-function paramsOf(req: FastifyRequest): Record<string, unknown> | undefined {
+function paramsOf(req: FastifyRequest, parse: Parse): Record<string, unknown> | undefined {
   try {
     if (req.method === 'GET') {
       const out: Record<string, unknown> = {};
       for (const [name, value] of new URLSearchParams(req.url.split('?')[1] ?? '')) {
-        out[name] = name === 'variables' || name === 'extensions' ? (JSON.parse(value) as unknown) : value;
+        out[name] = name === 'variables' || name === 'extensions' ? parse(value) : value;
       }
       return out;
     }
     if (typeof req.body !== 'string') return undefined;
-    const parsed = JSON.parse(req.body) as unknown;
+    const parsed = parse(req.body);
     return isObject(parsed) ? parsed : undefined;
   } catch {
     return undefined;
@@ -74,10 +100,10 @@ function paramsOf(req: FastifyRequest): Record<string, unknown> | undefined {
 }
 
 /** What of the request is not JSON, in Yoga's words, or undefined when all of it parses. */
-function unparsable(req: FastifyRequest): string | undefined {
+function unparsable(req: FastifyRequest, parse: Parse): string | undefined {
   const parses = (text: string) => {
     try {
-      JSON.parse(text);
+      parse(text);
       return true;
     } catch {
       return false;
@@ -169,11 +195,17 @@ export function registerSse(
       const started = process.hrtime.bigint();
       try {
         // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
-        const badJson = unparsable(req);
-        const params = badJson === undefined ? paramsOf(req) : undefined;
+        const parse = parseOnce();
+        const badJson = unparsable(req, parse);
+        const params = badJson === undefined ? paramsOf(req, parse) : undefined;
         const bad = badJson ?? (params && badParams(params));
         if (bad) invalidJson(reply, bad);
-        else await handler(req, reply);
+        else {
+          // A body already parsed (an object) is what graphql-sse takes as is, as from a body parser;
+          // anything else it is left to parse, and to answer, itself.
+          if (req.method === 'POST' && params) (req as { body: unknown }).body = params;
+          await handler(req, reply);
+        }
       } catch (err) {
         if (reply.raw.writableEnded) return;
         services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
