@@ -5,7 +5,7 @@ import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { notFound, Problems } from './errors.js';
-import { newId } from './ids.js';
+import { idFloor, newId } from './ids.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
 import { commentsOfVisiblePostsSql, mayViewPost } from './post-visibility.js';
@@ -23,6 +23,16 @@ export interface Comment {
   createdAt: string;
   updatedAt: string;
 }
+
+/** A comment's identity and post, as its `comment.added` signal carries them. */
+export interface CommentAddedRef {
+  commentId: string;
+  postId: string;
+  createdAt: string;
+}
+
+/** How many posts one query of `addedSince` names at most (SQLite binds at most 999 values). */
+const POSTS_PER_QUERY = 500;
 
 export interface AddCommentInput {
   body: string;
@@ -90,6 +100,33 @@ export class CommentService {
     const row = await q.executeTakeFirst();
     if (!row) throw notFound('Comment', id);
     return toComment(row);
+  }
+
+  /**
+   * The comments added to any of `postIds` from `sinceMs` on (epoch milliseconds, by their
+   * time-ordered ids), oldest first; when there are more than `limit`, the newest `limit`. For a
+   * reader that missed their `comment.added` signals (the GraphQL subscriptions of an instance
+   * whose broadcast was interrupted): like the signals, this tells only which comments exist and
+   * where, never what they say, and each is then read with `get` as the viewer it is for, which
+   * applies the visibility rules exactly as for a signal heard live.
+   */
+  async addedSince(postIds: readonly string[], sinceMs: number, limit: number): Promise<CommentAddedRef[]> {
+    const unique = [...new Set(postIds)];
+    const floor = idFloor('cmt', sinceMs);
+    const found: CommentAddedRef[] = [];
+    for (let i = 0; i < unique.length; i += POSTS_PER_QUERY) {
+      const rows = await this.deps.store.db
+        .selectFrom('comments')
+        .select(['id', 'post_id', 'created_at'])
+        .where('post_id', 'in', unique.slice(i, i + POSTS_PER_QUERY))
+        .where('id', '>=', floor)
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute();
+      for (const r of rows) found.push({ commentId: r.id, postId: r.post_id, createdAt: r.created_at });
+    }
+    found.sort((a, b) => (a.commentId < b.commentId ? -1 : a.commentId > b.commentId ? 1 : 0));
+    return found.slice(-limit);
   }
 
   /** Batch read for data loaders; missing and hidden ids are absent from the map. */

@@ -82,6 +82,14 @@ export function idAt(prefix: IdPrefix, ms: number): string {
 }
 
 /**
+ * The smallest id with the given prefix that newId or idAt can issue at `ms` or later: ids sort as
+ * text, so `id >= idFloor(prefix, ms)` selects the records created from `ms` on, on an index of ids.
+ */
+export function idFloor(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(Math.max(0, Math.floor(ms)))}${'0'.repeat(16)}`;
+}
+
+/**
  * Event ids are the one exception to the base32 shape: the webhook spec fixes them as `evt_`
  * followed by hex. 12 hex digits of millisecond time keep them time-ordered, 20 random ones (80
  * bits) keep them unique across instances; clients deduplicate on this id.
