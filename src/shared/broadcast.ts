@@ -1,9 +1,24 @@
 /**
  * Fan-out of small messages to every listener of a channel, on every instance that shares the
- * broadcast. Delivery is at most once: a listener that is not connected when a message passes
- * never sees it. GraphQL subscriptions sit on this; the core's signals feed it.
+ * broadcast. Delivery itself is at most once: a listener that is not connected when a message
+ * passes never sees it. What the broadcast does know is *when* it may have missed messages: after
+ * listening was interrupted (the shared layer's connection lost or replaced), it says so once
+ * listening has resumed (`onResume`), with the moment from which messages may be missing, so a
+ * user whose messages stand for stored records can read what it missed from the store. GraphQL
+ * subscriptions sit on this; the core's signals feed it.
  */
 export type BroadcastListener = (message: unknown) => void;
+
+/**
+ * Listening resumed after an interruption: messages of every channel published from about `since`
+ * (epoch milliseconds: the last moment this instance knew it was hearing, not widened by any
+ * margin) until now may not have been heard here. Messages published from now on are.
+ */
+export interface BroadcastGap {
+  since: number;
+}
+
+export type ResumeListener = (gap: BroadcastGap) => void;
 
 export interface Broadcast {
   /**
@@ -16,6 +31,11 @@ export interface Broadcast {
    * confirmed it); the function it resolves to stops listening.
    */
   subscribe(channel: string, listener: BroadcastListener): Promise<() => void>;
+  /**
+   * Calls `listener` each time listening to the shared layer resumes after an interruption (the
+   * in-process broadcast is never interrupted, and never calls it); the function returned stops.
+   */
+  onResume(listener: ResumeListener): () => void;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,4 @@
-import { type Broadcast, type BroadcastListener, deliver } from './broadcast.js';
+import { type Broadcast, type BroadcastListener, deliver, type ResumeListener } from './broadcast.js';
 
 /** One process: messages reach only listeners of this instance (the single-process default). */
 export class MemoryBroadcast implements Broadcast {
@@ -18,6 +18,11 @@ export class MemoryBroadcast implements Broadcast {
       set.delete(listener);
       if (set.size === 0 && this.channels.get(channel) === set) this.channels.delete(channel);
     };
+  }
+
+  /** Nothing between publisher and listener to lose: never a gap. */
+  onResume(_listener: ResumeListener): () => void {
+    return () => undefined;
   }
 
   async close(): Promise<void> {

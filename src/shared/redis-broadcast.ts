@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { type Broadcast, type BroadcastListener, deliver } from './broadcast.js';
+import { type Broadcast, type BroadcastListener, deliver, type ResumeListener } from './broadcast.js';
 import type { SharedStateHealth } from './health.js';
 
 /**
@@ -26,14 +26,24 @@ const HEARD_HERE_MAX = 1_000;
  * from other instances, with no error, while everything else works again. A PING unanswered for
  * REDIS_SOCKET_TIMEOUT_MS (the connection's socketTimeout, src/shared/redis-connection.ts) drops
  * the connection, and ioredis connects and subscribes again: a dead listening connection is
- * replaced within about 7 s. One PING every 5 s per process costs nothing measurable.
+ * replaced within about 7 s. One PING every 5 s per process costs nothing measurable. Each PONG
+ * is also what tells this instance until when it was surely hearing (see `onResume`).
  */
 export const SUBSCRIBER_PING_MS = 5_000;
 
 /**
  * Redis pub/sub: a message published by any instance reaches the listeners of every instance,
  * this one included (local listeners hear it from Redis too, not directly, so nobody gets it
- * twice). Pub/sub is at most once, which is what the spec promises for shared delivery.
+ * twice). Pub/sub itself is at most once: what passes while this instance's listening connection
+ * is dead or being replaced is not kept for it.
+ *
+ * So the broadcast tracks until when it surely heard: the moment each PING it sent was answered
+ * (Redis answers in order, so everything it pushed before reached this instance), or a message
+ * arrived. When the listening connection closes (dropped by the PING's timeout, Redis restarted or
+ * down), that moment is kept; once a new connection is ready and Redis has confirmed the channels
+ * again, `onResume` listeners are told listening resumed and from when messages may have been
+ * missed. The first connection counts as a resumption from the moment listening was first asked
+ * for, so a process that started while Redis was away learns of that gap too.
  *
  * When Redis cannot carry a message (down, or not answering), this instance's listeners hear it
  * directly, as they would from the in-process broadcast, and only other instances miss it. A
@@ -43,10 +53,15 @@ export const SUBSCRIBER_PING_MS = 5_000;
  */
 export class RedisBroadcast implements Broadcast {
   private readonly channels = new Map<string, Set<BroadcastListener>>();
+  private readonly resumeListeners = new Set<ResumeListener>();
   /** Messages (channel and JSON text) delivered here because Redis could not carry them. */
   private readonly heardHere = new Set<string>();
   private subscriberConnection: Redis | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** The last moment this instance knew its listening connection heard everything Redis carried. */
+  private heardUntil = 0;
+  /** Set while listening is interrupted: from when messages may be missing. */
+  private gapSince: number | undefined;
 
   constructor(
     private readonly publisher: Redis,
@@ -64,12 +79,25 @@ export class RedisBroadcast implements Broadcast {
     if (this.subscriberConnection) return this.subscriberConnection;
     const subscriber = this.publisher.duplicate({ autoResendUnfulfilledCommands: true });
     this.subscriberConnection = subscriber;
+    // Not heard anything yet: the first connection made ready ends this gap.
+    this.gapSince = Date.now();
     subscriber.on('error', () => undefined);
     this.heartbeat = setInterval(() => {
-      if (subscriber.status === 'ready') subscriber.ping().catch(() => undefined);
+      if (subscriber.status !== 'ready') return;
+      const sent = Date.now();
+      subscriber.ping().then(
+        () => this.heard(sent),
+        () => undefined,
+      );
     }, SUBSCRIBER_PING_MS);
     this.heartbeat.unref();
+    subscriber.on('close', () => {
+      // Kept from the first close of an interruption: reconnection attempts close again and again.
+      this.gapSince ??= this.heardUntil;
+    });
+    subscriber.on('ready', () => this.resubscribe(subscriber));
     subscriber.on('message', (channel: string, text: string) => {
+      this.heard(Date.now());
       if (!channel.startsWith(this.prefix)) return;
       // The late copy of a message already delivered here without Redis.
       if (this.heardHere.delete(heardKey(channel.slice(this.prefix.length), text))) return;
@@ -82,6 +110,46 @@ export class RedisBroadcast implements Broadcast {
       deliver(this.channels.get(channel.slice(this.prefix.length)), message);
     });
     return subscriber;
+  }
+
+  private heard(at: number): void {
+    if (at > this.heardUntil) this.heardUntil = at;
+  }
+
+  /**
+   * A connection (first or new) is ready: once Redis confirms every channel on it (ioredis has
+   * already asked again for those it knew; asking twice is harmless, and the answer to this one
+   * comes after theirs), listening has resumed, and the listeners are told from when they may
+   * have missed messages. Should the connection drop before confirming, the next one tries again
+   * and the gap runs on from the same moment.
+   */
+  private resubscribe(subscriber: Redis): void {
+    const names = [...this.channels.keys()].map((channel) => this.prefix + channel);
+    const resumed = () => {
+      this.heard(Date.now());
+      const since = this.gapSince;
+      if (since === undefined || subscriber !== this.subscriberConnection) return;
+      this.gapSince = undefined;
+      for (const listener of [...this.resumeListeners]) {
+        try {
+          listener({ since });
+        } catch {
+          // One listener's failure must not keep the others from catching up.
+        }
+      }
+    };
+    if (names.length === 0) {
+      // Nobody listens: nothing was missed by anyone.
+      this.gapSince = undefined;
+      this.heard(Date.now());
+      return;
+    }
+    subscriber.subscribe(...names).then(resumed, () => undefined);
+  }
+
+  onResume(listener: ResumeListener): () => void {
+    this.resumeListeners.add(listener);
+    return () => void this.resumeListeners.delete(listener);
   }
 
   /** Rejects when Redis did not carry the message; this instance's listeners have it all the same. */
@@ -113,16 +181,14 @@ export class RedisBroadcast implements Broadcast {
     set.add(listener);
     // SUBSCRIBE answers once Redis will deliver to us; repeating it for a known channel is harmless.
     // With Redis down the instance still starts (and serves everything else): the channel is
-    // subscribed when the connection is back, as the limiter and cache also recover then.
-    // A hung Redis (connection open, nothing answers) would never confirm: wait a bounded time,
-    // and not at all when Redis is already known to be down or silent.
+    // subscribed when the connection is ready (`resubscribe`), as the limiter and cache also
+    // recover then. A hung Redis (connection open, nothing answers) would never confirm: wait a
+    // bounded time, and not at all when Redis is already known to be down or silent.
     const subscriber = this.subscriber;
     const name = this.prefix + channel;
     const confirmed = subscriber.subscribe(name).then(
       () => undefined,
-      () => {
-        subscriber.once('ready', () => void subscriber.subscribe(name).catch(() => undefined));
-      },
+      () => undefined,
     );
     if (!this.health || this.health.up) {
       let timer: NodeJS.Timeout | undefined;
@@ -143,6 +209,7 @@ export class RedisBroadcast implements Broadcast {
 
   async close(): Promise<void> {
     this.channels.clear();
+    this.resumeListeners.clear();
     this.heardHere.clear();
     clearInterval(this.heartbeat);
     const subscriber = this.subscriberConnection;
