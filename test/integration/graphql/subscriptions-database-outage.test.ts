@@ -1,6 +1,7 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Services } from '../../../src/compose.js';
+import { newId } from '../../../src/domain/ids.js';
 import { testDialect } from '../../helpers/database.js';
 import {
   behindProxyForSuite,
@@ -178,10 +179,11 @@ function subscriptionOutageCases(env: () => OutageEnv) {
     const before = log.lines.length;
 
     await env().start();
-    // Published while the database is away (the broadcast does not need it): the same signal the
-    // core sends after a commit, twice, so that the outage is seen to be logged once, not per event.
+    // Published while the database is away (the broadcast does not need it): the signal the core
+    // sends after a commit, for two comments, so that the outage is seen to be logged once, not
+    // per event. Ids of their own: the feed hands a comment id out once, and `first` was.
     for (let i = 0; i < 2; i++) {
-      services.bus.emit({ kind: 'comment.added', commentId: first, postId });
+      services.bus.emit({ kind: 'comment.added', commentId: newId('cmt'), postId });
       // Given time to arrive; what arrived (or did not) is asserted below, with the whole story.
       await until(
         () => subs.every((s) => s.errors.length >= i + 1 || s.ended.value),
