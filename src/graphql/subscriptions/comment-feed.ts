@@ -18,7 +18,48 @@ const isCommentAdded = (m: unknown): m is CommentAdded =>
   typeof (m as CommentAdded).commentId === 'string' &&
   typeof (m as CommentAdded).postId === 'string';
 
-type Waiter = (message: CommentAdded) => void;
+/** One subscription's inbox, and when it began (epoch ms, this instance's clock). */
+interface Waiter {
+  readonly since: number;
+  push(message: CommentAdded): void;
+}
+
+/** The subscriptions of one post on this instance, and the comments already handed to them. */
+interface PostWatch {
+  readonly waiters: Set<Waiter>;
+  /** Ids handed to this post's subscriptions, oldest first, at most RECENT_IDS_PER_POST. */
+  readonly recent: Set<string>;
+  /** The greatest id forgotten from `recent`: catch-up hands out no id up to it (it may have gone). */
+  forgottenUpTo: string;
+}
+
+/**
+ * How many comment ids handed out are remembered per post that has subscribers here, so that a
+ * comment heard twice (live and through catch-up, or a late copy of a publish Redis did not
+ * answer in time) reaches each subscriber once. A catch-up reaches at most CATCH_UP_MAX_COMMENTS
+ * back; past the memory it hands out nothing older than what was forgotten, so it never repeats.
+ */
+export const RECENT_IDS_PER_POST = 1_000;
+
+/**
+ * How much earlier than the broadcast's gap a catch-up starts: a comment's id and time are
+ * stamped before its transaction commits and its signal is published only after, and instances'
+ * clocks differ a little; a signal published just before the gap may stand for a comment stamped
+ * seconds before. What this re-reads that was heard already is dropped by id.
+ */
+export const CATCH_UP_MARGIN_MS = 10_000;
+
+/**
+ * How far back a catch-up reaches at most: an interruption longer than this (a Redis outage of
+ * an hour) is caught up for its last 15 minutes only, a bound on the work one reconnection costs.
+ */
+export const CATCH_UP_REACH_MS = 15 * 60_000;
+
+/** At most this many comments (the newest) are caught up at once, over all posts. */
+export const CATCH_UP_MAX_COMMENTS = 1_000;
+
+/** A catch-up the database could not answer is tried again after this, from the same moment. */
+const CATCH_UP_RETRY_MS = 2_000;
 
 /**
  * An event this stream cannot deliver, answered with `error` in its place: the resolver throws it,
@@ -44,26 +85,46 @@ const checkUnavailable = (err: unknown): boolean =>
  * `commentAdded` for this instance: the core's after-commit `comment.added` signal is published on
  * the shared broadcast (Redis across instances, or this process), and every message heard is handed
  * to the local subscribers of that post. One broadcast subscription per instance, not per client.
+ *
+ * The broadcast is at most once, but comments are stored: when it says its listening was
+ * interrupted and has resumed (`onResume`: the Redis connection that listens was dead, replaced,
+ * or Redis was away), the feed reads through the core which comments were added, from a little
+ * before the gap until now, to the posts subscribed here, and hands out those not handed out
+ * already, oldest first, to the subscriptions that began before each was added. Every comment,
+ * live or caught up, goes through the same delivery (credentials checked again, read as the
+ * subscriber), and each post remembers the ids it handed out, so none reaches a subscriber twice.
  */
 export class CommentFeed {
-  private readonly byPost = new Map<string, Set<Waiter>>();
+  private readonly byPost = new Map<string, PostWatch>();
   private readonly streams = new Set<AsyncGenerator<Comment | Undeliverable>>();
   private stopListening: (() => void) | undefined;
   private stopBridge: (() => void) | undefined;
+  private stopResume: (() => void) | undefined;
+  /** From when comments still have to be caught up (a gap not read yet, or whose read failed). */
+  private catchUpSince: number | undefined;
+  private catchingUp = false;
+  private catchUpFailing = false;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(private readonly services: Services) {}
 
   async start(): Promise<void> {
     const { bus, broadcast, sharedHealth } = this.services;
+    // Before subscribing: the first resumption may come while the subscription is confirmed.
+    this.stopResume = broadcast.onResume(({ since }) => {
+      this.catchUpSince = Math.min(this.catchUpSince ?? since, since);
+      void this.catchUp();
+    });
     this.stopListening = await broadcast.subscribe(CHANNEL, (m) => {
-      if (!isCommentAdded(m)) return;
-      for (const waiter of [...(this.byPost.get(m.postId) ?? [])]) waiter(m);
+      if (isCommentAdded(m)) this.handOut({ commentId: m.commentId, postId: m.postId });
     });
     this.stopBridge = bus.on('comment.added', (signal) => {
       const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
       broadcast.publish(CHANNEL, message).catch((err: Error) => {
-        // At most once: a comment the broadcast could not carry to other instances is not retried
-        // (this instance's subscribers have it all the same). Counted and logged once per Redis
+        // Not retried: this instance's subscribers have it all the same, and other instances
+        // read it from the store when their own listening resumes after the outage (a Redis
+        // that is down drops every listening connection). Counted and logged once per Redis
         // outage, as the other shared parts are, not once per comment.
         sharedHealth.degraded(
           'broadcast',
@@ -72,6 +133,80 @@ export class CommentFeed {
         );
       });
     });
+  }
+
+  /**
+   * Hands a comment to the subscriptions of its post here, unless it was handed out already. A
+   * caught-up one (`addedAt` given) goes only to subscriptions that began by the time it was added,
+   * as it would have live, and never when it may have been forgotten from the post's memory.
+   */
+  private handOut(message: CommentAdded, addedAt?: number): void {
+    const watch = this.byPost.get(message.postId);
+    if (!watch || watch.recent.has(message.commentId)) return;
+    if (addedAt !== undefined && message.commentId <= watch.forgottenUpTo) return;
+    watch.recent.add(message.commentId);
+    if (watch.recent.size > RECENT_IDS_PER_POST) {
+      const oldest = watch.recent.values().next().value!;
+      watch.recent.delete(oldest);
+      if (oldest > watch.forgottenUpTo) watch.forgottenUpTo = oldest;
+    }
+    for (const waiter of [...watch.waiters]) {
+      if (addedAt === undefined || addedAt >= waiter.since) waiter.push(message);
+    }
+  }
+
+  /**
+   * Reads, through the core, the comments added to the posts subscribed here since the gap the
+   * broadcast reported (less CATCH_UP_MARGIN_MS, at most CATCH_UP_REACH_MS back), and hands them
+   * out in order. One read at a time; gaps reported meanwhile are merged into the next. A read the
+   * database cannot answer is tried again every CATCH_UP_RETRY_MS, logged once until one succeeds.
+   */
+  private async catchUp(): Promise<void> {
+    if (this.catchingUp || this.closed) return;
+    this.catchingUp = true;
+    clearTimeout(this.retry);
+    const { core, logger } = this.services;
+    try {
+      while (this.catchUpSince !== undefined && !this.closed) {
+        const since = this.catchUpSince;
+        this.catchUpSince = undefined;
+        const postIds = [...this.byPost.keys()];
+        if (postIds.length === 0) continue;
+        const from = Math.max(since - CATCH_UP_MARGIN_MS, Date.now() - CATCH_UP_REACH_MS);
+        let found: Awaited<ReturnType<typeof core.comments.addedSince>>;
+        try {
+          found = await core.comments.addedSince(postIds, from, CATCH_UP_MAX_COMMENTS);
+        } catch (err) {
+          this.catchUpSince = Math.min(this.catchUpSince ?? since, since);
+          if (!this.catchUpFailing) {
+            this.catchUpFailing = true;
+            logger.warn(
+              { err: (err as Error).message },
+              'commentAdded catch-up failed; trying again until the database answers',
+            );
+          }
+          this.retry = setTimeout(() => void this.catchUp(), CATCH_UP_RETRY_MS);
+          this.retry.unref();
+          return;
+        }
+        if (this.catchUpFailing) {
+          this.catchUpFailing = false;
+          logger.info('commentAdded catch-up done');
+        }
+        if (found.length >= CATCH_UP_MAX_COMMENTS) {
+          logger.warn(
+            { since: new Date(from).toISOString(), handedOut: found.length },
+            'commentAdded catch-up hands out only the newest comments of the gap',
+          );
+        }
+        logger.debug({ since: new Date(from).toISOString(), found: found.length }, 'commentAdded catch-up');
+        for (const ref of found) {
+          this.handOut({ commentId: ref.commentId, postId: ref.postId }, Date.parse(ref.createdAt));
+        }
+      }
+    } finally {
+      this.catchingUp = false;
+    }
   }
 
   /**
@@ -94,17 +229,24 @@ export class CommentFeed {
     const pending: CommentAdded[] = [];
     let wake: (() => void) | undefined;
     let done = false;
-    const waiter: Waiter = (m) => {
-      pending.push(m);
-      wake?.();
+    const waiter: Waiter = {
+      since: Date.now(),
+      push: (m) => {
+        pending.push(m);
+        wake?.();
+      },
     };
-    let set = this.byPost.get(postId);
-    if (!set) this.byPost.set(postId, (set = new Set()));
-    set.add(waiter);
+    let watch = this.byPost.get(postId);
+    if (!watch) {
+      watch = { waiters: new Set(), recent: new Set(), forgottenUpTo: '' };
+      this.byPost.set(postId, watch);
+    }
+    const watched = watch;
+    watched.waiters.add(waiter);
     const detach = () => {
       done = true;
-      set.delete(waiter);
-      if (set.size === 0 && this.byPost.get(postId) === set) this.byPost.delete(postId);
+      watched.waiters.delete(waiter);
+      if (watched.waiters.size === 0 && this.byPost.get(postId) === watched) this.byPost.delete(postId);
       wake?.();
     };
     const streams = this.streams;
@@ -166,6 +308,9 @@ export class CommentFeed {
 
   /** Shutdown: every open stream ends (its transport then completes it) and the bridge stops. */
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.stopResume?.();
     this.stopBridge?.();
     this.stopListening?.();
     await Promise.all([...this.streams].map((s) => s.return(undefined).catch(() => undefined)));
