@@ -6,6 +6,10 @@
  * listening has resumed (`onResume`), with the moment from which messages may be missing, so a
  * user whose messages stand for stored records can read what it missed from the store. GraphQL
  * subscriptions sit on this; the core's signals feed it.
+ *
+ * A message whose `publish` rejected was heard here directly and may still reach the shared layer
+ * late (it was sent, and not answered in time), and then be heard a second time: messages that
+ * must be heard once carry an id their listeners deduplicate on.
  */
 export type BroadcastListener = (message: unknown) => void;
 

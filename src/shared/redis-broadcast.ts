@@ -11,14 +11,6 @@ import type { SharedStateHealth } from './health.js';
 export const SUBSCRIBE_WAIT_MS = 5_000;
 
 /**
- * How many messages heard here without Redis (see `publish`) are remembered, so that a copy Redis
- * delivers late is not heard twice. Late copies are only of publishes in flight when Redis stopped
- * answering (calls made after that are never sent), so a handful; the bound only caps the memory of
- * a long outage.
- */
-const HEARD_HERE_MAX = 1_000;
-
-/**
  * How often the connection that listens to the broadcast asks Redis for a PONG. A listening
  * connection sends nothing of its own, so without this it would never learn that it is dead: a path
  * that forgot it (a NAT or firewall that dropped its state, a Redis restarted behind a partition)
@@ -48,14 +40,14 @@ export const SUBSCRIBER_PING_MS = 5_000;
  * When Redis cannot carry a message (down, or not answering), this instance's listeners hear it
  * directly, as they would from the in-process broadcast, and only other instances miss it. A
  * publish that was sent but not answered in time may still reach Redis later (a server continued
- * after SIGCONT, a path that heals, ioredis resending it on a new connection): that late copy is
- * dropped here, so each listener still hears a message at most once.
+ * after SIGCONT, a path that heals) and then be heard here a second time: listeners deduplicate by
+ * the id their messages carry (src/shared/broadcast.ts). The broadcast used to drop such a late
+ * copy itself by its exact JSON text, which any difference in serialisation defeats; the listener
+ * knows what makes two messages the same.
  */
 export class RedisBroadcast implements Broadcast {
   private readonly channels = new Map<string, Set<BroadcastListener>>();
   private readonly resumeListeners = new Set<ResumeListener>();
-  /** Messages (channel and JSON text) delivered here because Redis could not carry them. */
-  private readonly heardHere = new Set<string>();
   private subscriberConnection: Redis | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   /** The last moment this instance knew its listening connection heard everything Redis carried. */
@@ -99,8 +91,6 @@ export class RedisBroadcast implements Broadcast {
     subscriber.on('message', (channel: string, text: string) => {
       this.heard(Date.now());
       if (!channel.startsWith(this.prefix)) return;
-      // The late copy of a message already delivered here without Redis.
-      if (this.heardHere.delete(heardKey(channel.slice(this.prefix.length), text))) return;
       let message: unknown;
       try {
         message = JSON.parse(text);
@@ -159,20 +149,9 @@ export class RedisBroadcast implements Broadcast {
     try {
       await (this.health ? this.health.call(send) : send());
     } catch (err) {
-      this.deliverHere(channel, text);
+      deliver(this.channels.get(channel), JSON.parse(text));
       throw err;
     }
-  }
-
-  private deliverHere(channel: string, text: string): void {
-    const key = heardKey(channel, text);
-    this.heardHere.delete(key);
-    this.heardHere.add(key);
-    if (this.heardHere.size > HEARD_HERE_MAX) {
-      const oldest = this.heardHere.values().next();
-      if (!oldest.done) this.heardHere.delete(oldest.value);
-    }
-    deliver(this.channels.get(channel), JSON.parse(text));
   }
 
   async subscribe(channel: string, listener: BroadcastListener): Promise<() => void> {
@@ -210,12 +189,9 @@ export class RedisBroadcast implements Broadcast {
   async close(): Promise<void> {
     this.channels.clear();
     this.resumeListeners.clear();
-    this.heardHere.clear();
     clearInterval(this.heartbeat);
     const subscriber = this.subscriberConnection;
     this.subscriberConnection = undefined;
     if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
   }
 }
-
-const heardKey = (channel: string, text: string): string => `${channel}\n${text}`;
