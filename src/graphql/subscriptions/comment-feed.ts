@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import type { Comment } from '../../domain/comments.js';
+import { idTime } from '../../domain/ids.js';
 import { isStoreUnavailable } from '../../store/errors.js';
 
 /** What travels between instances: ids only; each instance reads the rest from the store. */
@@ -17,6 +19,22 @@ const isCommentAdded = (m: unknown): m is CommentAdded =>
   m !== null &&
   typeof (m as CommentAdded).commentId === 'string' &&
   typeof (m as CommentAdded).postId === 'string';
+
+/**
+ * Sent by an instance that could not publish some comment signals (its path to Redis was down or
+ * hung) once it can publish again: every other instance catches up from `missedSince` as after a
+ * gap of its own. `from` names the sender, which has those comments delivered already.
+ */
+interface CommentsMissed {
+  missedSince: number;
+  from: string;
+}
+
+const isCommentsMissed = (m: unknown): m is CommentsMissed =>
+  typeof m === 'object' &&
+  m !== null &&
+  typeof (m as CommentsMissed).missedSince === 'number' &&
+  typeof (m as CommentsMissed).from === 'string';
 
 /** One subscription's inbox, and when it began (epoch ms, this instance's clock). */
 interface Waiter {
@@ -58,7 +76,10 @@ export const CATCH_UP_REACH_MS = 15 * 60_000;
 /** At most this many comments (the newest) are caught up at once, over all posts. */
 export const CATCH_UP_MAX_COMMENTS = 1_000;
 
-/** A catch-up the database could not answer is tried again after this, from the same moment. */
+/**
+ * A catch-up the database could not answer is tried again after this, from the same moment; an
+ * instance that could not publish comment signals tries this often to tell the others.
+ */
 const CATCH_UP_RETRY_MS = 2_000;
 
 /**
@@ -93,6 +114,12 @@ const checkUnavailable = (err: unknown): boolean =>
  * already, oldest first, to the subscriptions that began before each was added. Every comment,
  * live or caught up, goes through the same delivery (credentials checked again, read as the
  * subscriber), and each post remembers the ids it handed out, so none reaches a subscriber twice.
+ * An instance that could not publish some signals (its own path to Redis failed while the others'
+ * did not) tells the others from when, once it can, and they catch up the same way.
+ *
+ * Limits: a catch-up reaches CATCH_UP_REACH_MS back at most; and a subscriber whose own connection
+ * to this instance dropped is a new subscription when it comes back (graphql-ws and graphql-sse
+ * have no resume), which gets what is added from then on only.
  */
 export class CommentFeed {
   private readonly byPost = new Map<string, PostWatch>();
@@ -106,26 +133,32 @@ export class CommentFeed {
   private catchUpFailing = false;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
+  /** This instance, in the CommentsMissed it sends. */
+  private readonly instance = randomUUID();
+  /** The time of the first comment whose signal could not be published and is not announced yet. */
+  private unsentSince: number | undefined;
+  /** Counts publishes that failed, so an announcement made meanwhile does not clear a newer one. */
+  private unsentCount = 0;
+  private announceTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly services: Services) {}
 
   async start(): Promise<void> {
     const { bus, broadcast, sharedHealth } = this.services;
     // Before subscribing: the first resumption may come while the subscription is confirmed.
-    this.stopResume = broadcast.onResume(({ since }) => {
-      this.catchUpSince = Math.min(this.catchUpSince ?? since, since);
-      void this.catchUp();
-    });
+    this.stopResume = broadcast.onResume(({ since }) => this.missed(since));
     this.stopListening = await broadcast.subscribe(CHANNEL, (m) => {
       if (isCommentAdded(m)) this.handOut({ commentId: m.commentId, postId: m.postId });
+      else if (isCommentsMissed(m) && m.from !== this.instance) this.missed(m.missedSince);
     });
     this.stopBridge = bus.on('comment.added', (signal) => {
       const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
       broadcast.publish(CHANNEL, message).catch((err: Error) => {
-        // Not retried: this instance's subscribers have it all the same, and other instances
-        // read it from the store when their own listening resumes after the outage (a Redis
-        // that is down drops every listening connection). Counted and logged once per Redis
-        // outage, as the other shared parts are, not once per comment.
+        // Not sent again: this instance's subscribers have it all the same, and the other
+        // instances read it from the store once this one can tell them (`announceUnsent`).
+        // Counted and logged once per Redis outage, as the other shared parts are, not once per
+        // comment.
+        this.unsent(idTime(signal.commentId));
         sharedHealth.degraded(
           'broadcast',
           'comment events reach only the GraphQL subscribers of this instance',
@@ -133,6 +166,50 @@ export class CommentFeed {
         );
       });
     });
+  }
+
+  /** Comments from `since` on may not have been heard here: catch them up. */
+  private missed(since: number): void {
+    this.catchUpSince = Math.min(this.catchUpSince ?? since, since);
+    void this.catchUp();
+  }
+
+  /** A comment added at `at` could not be published: the others are told once it can be. */
+  private unsent(at: number): void {
+    this.unsentSince = Math.min(this.unsentSince ?? at, at);
+    this.unsentCount++;
+    this.scheduleAnnouncement();
+  }
+
+  private scheduleAnnouncement(): void {
+    if (this.announceTimer || this.closed) return;
+    this.announceTimer = setTimeout(() => {
+      this.announceTimer = undefined;
+      void this.announceUnsent();
+    }, CATCH_UP_RETRY_MS);
+    this.announceTimer.unref();
+  }
+
+  /**
+   * Tells every other instance, through the broadcast, from when they missed comments of this one
+   * (a CommentsMissed message), tried every CATCH_UP_RETRY_MS until the broadcast carries it. A
+   * Redis that was down for everyone made every instance's listening connection resume, so they
+   * catch up anyway; this is for an instance whose own path to Redis failed while the others'
+   * did not, which they could not know otherwise.
+   */
+  private async announceUnsent(): Promise<void> {
+    const since = this.unsentSince;
+    if (since === undefined || this.closed) return;
+    const count = this.unsentCount;
+    const message: CommentsMissed = { missedSince: since, from: this.instance };
+    try {
+      await this.services.broadcast.publish(CHANNEL, message);
+    } catch {
+      this.scheduleAnnouncement();
+      return;
+    }
+    if (this.unsentCount === count) this.unsentSince = undefined;
+    else this.scheduleAnnouncement();
   }
 
   /**
@@ -310,6 +387,7 @@ export class CommentFeed {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    clearTimeout(this.announceTimer);
     this.stopResume?.();
     this.stopBridge?.();
     this.stopListening?.();
