@@ -29,16 +29,18 @@ export const SUBSCRIBER_PING_MS = 5_000;
  * twice). Pub/sub itself is at most once: what passes while this instance's listening connection
  * is dead or being replaced is not kept for it.
  *
- * So the broadcast tracks until when it surely heard: the moment each PING it sent was answered
- * (Redis answers in order, so everything it pushed before reached this instance), or a message
- * arrived. When the listening connection closes (dropped by the PING's timeout, Redis restarted or
- * down), that moment is kept; once a new connection is ready and Redis has confirmed the channels
- * again, `onResume` listeners are told listening resumed and from when messages may have been
- * missed. The first connection counts as a resumption from the moment listening was first asked
- * for, so a process that started while Redis was away learns of that gap too.
+ * So the broadcast tracks until when it surely heard: the moment it sent each PING that was
+ * answered (Redis answers in order, so everything it pushed before handling the PING reached this
+ * instance), or a message arrived. When the listening connection closes (dropped by the PING's
+ * timeout, Redis restarted or down), that moment is kept; once a new connection is ready and Redis
+ * has confirmed the channels again, `onResume` listeners are told listening resumed and from
+ * when messages may have been missed. The first connection counts as a resumption from the moment
+ * listening was first asked for, so a process that started while Redis was away learns of that
+ * gap too.
  *
  * When Redis cannot carry a message (down, or not answering), this instance's listeners hear it
- * directly, as they would from the in-process broadcast, and only other instances miss it. A
+ * directly, as they would from the in-process broadcast, and other instances do not hear it (their
+ * user may catch it up from the store, as the comment feed does). A
  * publish that was sent but not answered in time may still reach Redis later (a server continued
  * after SIGCONT, a path that heals) and then be heard here a second time: listeners deduplicate by
  * the id their messages carry (src/shared/broadcast.ts). The broadcast used to drop such a late
