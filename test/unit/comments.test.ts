@@ -188,4 +188,29 @@ describe('CommentService', () => {
       expect(byDefault.get(postId)!.edges).toHaveLength(10);
     });
   });
+
+  describe('addedSince (what a comment feed that missed signals reads)', () => {
+    it('lists the comments of the given posts from a moment on, oldest first; past the limit, the newest', async () => {
+      const a = (await t.core.posts.create(member, { title: 'a', body: 'a', authorId: member.id })).id;
+      const b = (await t.core.posts.create(member, { title: 'b', body: 'b', authorId: member.id })).id;
+      const added: Comment[] = [];
+      for (let i = 0; i < 6; i++) {
+        t.clock.advance(1_000);
+        added.push(
+          await t.core.comments.add(member, { body: `c${i}`, authorId: member.id, postId: i % 2 ? b : a }),
+        );
+      }
+      const from = Date.parse(added[2]!.createdAt);
+      const ids = (refs: { commentId: string }[]) => refs.map((r) => r.commentId);
+      expect(await t.core.comments.addedSince([a, b, 'pst_none'], from, 100)).toEqual(
+        added.slice(2).map((c) => ({ commentId: c.id, postId: c.postId, createdAt: c.createdAt })),
+      );
+      expect(ids(await t.core.comments.addedSince([a], from, 100))).toEqual([added[2]!.id, added[4]!.id]);
+      expect(ids(await t.core.comments.addedSince([a, b], from, 2))).toEqual([added[4]!.id, added[5]!.id]);
+      expect(ids(await t.core.comments.addedSince([a, b], from + 1, 100))).toEqual(
+        added.slice(3).map((c) => c.id),
+      );
+      expect(await t.core.comments.addedSince([], from, 100)).toEqual([]);
+    });
+  });
 });
