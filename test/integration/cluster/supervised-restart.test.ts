@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Restarted, UnexpectedExit } from '../../../src/cluster/cluster.js';
 import { until } from '../../helpers/wait.js';
@@ -7,11 +8,13 @@ import { type Client, unary, userServiceClient } from '../grpc/support.js';
 import { missingPrerequisite, OwnRedis, startTestCluster, type TestCluster } from './support.js';
 
 /**
- * Two api and two grpc processes behind nginx, supervised as `atrium cluster` supervises them; one
- * process at a time is killed outright (SIGKILL) while clients keep calling through nginx's ports,
- * as users do. The supervisor takes it out of nginx's rotation as soon as it sees the exit and puts
- * it back once it is ready: nginx meets nothing of it while it is down (its error log names it
- * nowhere), no request fails, and once back it serves through nginx again.
+ * Two api, two auth and two grpc processes behind nginx, supervised as `atrium cluster` supervises
+ * them; one process at a time is killed outright (SIGKILL) while clients keep calling through
+ * nginx's ports, as users do. The supervisor takes it out of nginx's rotation as soon as it sees the
+ * exit and puts it back once it is ready: nginx meets nothing of it while it is down (its error log
+ * names it nowhere), no request sent once the exit is seen fails (nor any idempotent one at all),
+ * and once back it serves through nginx again. What was in flight on the killed process when it
+ * died is lost when it cannot be resent (a POST: a gRPC call, a token request).
  *
  * The restart delay is 5 s here (1 s by default): long enough that nginx, were the process left in
  * rotation, would try it again after its 2 s fail_timeout while it is still down, which is what the
@@ -42,11 +45,12 @@ describe.skipIf(skip !== undefined)(
     let env: TestCluster;
     const events: Event[] = [];
     let caller: { userId: string; headers: Record<string, string> };
+    let tokenClient: { client_id: string; client_secret: string };
 
     beforeAll(async () => {
       redis = await OwnRedis.start();
       env = await startTestCluster({
-        layout: { api: 2, auth: 0, grpc: 2, worker: 0 },
+        layout: { api: 2, auth: 2, grpc: 2, worker: 0 },
         redisUrl: redis.url,
         restart: { initialDelayMs: RESTART_DELAY_MS },
       });
@@ -63,6 +67,11 @@ describe.skipIf(skip !== undefined)(
       });
       const key = await env.services.apiKeys.create({ userId: user.id, tier: 'enterprise' });
       caller = { userId: user.id, headers: { 'x-api-key': key.key } };
+      const created = await env.services.oauth.clients.create({
+        name: 'Supervised restart job',
+        scopes: 'profile:read',
+      });
+      tokenClient = { client_id: created.client_id, client_secret: created.client_secret! };
     }, 300_000);
 
     afterAll(async () => {
@@ -98,11 +107,16 @@ describe.skipIf(skip !== undefined)(
       try {
         await new Promise((r) => setTimeout(r, 1_000));
         const pid = env.cluster.process(name).child.pid!;
+        const killFrom = nginxLog().length;
         const killedAt = Date.now();
         process.kill(pid, 'SIGKILL');
         await until(() => mine('exited') !== undefined, `${name}'s exit reported`);
         await new Promise((r) => setTimeout(r, SETTLE_MS));
         const logFrom = nginxLog().length;
+        const killLines = nginxLog()
+          .slice(killFrom, logFrom)
+          .split('\n')
+          .filter((l) => l.includes(upstream));
         await until(() => mine('restarted') !== undefined, `${name}'s restart reported`, 90_000);
         const seen = nginxLog()
           .slice(logFrom)
@@ -117,6 +131,7 @@ describe.skipIf(skip !== undefined)(
           exited: mine('exited') as Event & UnexpectedExit,
           restarted: mine('restarted') as Event & Restarted,
           nginxLines: seen,
+          killLines,
         };
       } finally {
         running = false;
@@ -215,6 +230,133 @@ describe.skipIf(skip !== undefined)(
       } finally {
         for (const c of clients) c.close();
       }
+    });
+
+    it('auth: no token request through nginx sent once the exit is seen fails, and the restarted auth-1 issues tokens the JWKS verifies', async () => {
+      const auth1 = env.cluster.process('auth-1');
+      const address = `127.0.0.1:${auth1.spec.port}`;
+      const outFile = join(env.cluster.runDir, 'out-of-rotation', address);
+      const insecure = { [oauth.allowInsecureRequests]: true };
+      // An independent OAuth client, through nginx as any client finds the token server.
+      const issuer = new URL(env.cluster.httpUrl);
+      const as = await oauth.processDiscoveryResponse(
+        issuer,
+        await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+      );
+      const client = { client_id: tokenClient.client_id };
+      const clientAuth = oauth.ClientSecretBasic(tokenClient.client_secret);
+      /** A client_credentials grant at `server` (RFC 8414 metadata with its token endpoint). */
+      const grant = async (server: oauth.AuthorizationServer) => {
+        const res = await oauth.clientCredentialsGrantRequest(
+          server,
+          client,
+          clientAuth,
+          { scope: 'profile:read' },
+          insecure,
+        );
+        if (res.status !== 200) return { failure: `status ${res.status} ${await res.text()}` };
+        return { token: (await oauth.processClientCredentialsResponse(server, client, res)).access_token };
+      };
+      const tokens: { at: number; token: string }[] = [];
+
+      // The supervisor puts auth-1 back once its /readyz answers 200: the first time its file is
+      // gone, auth-1 must be ready (were the file removed before, nothing would listen yet).
+      let watching = true;
+      let readyWhenBack: string | undefined;
+      const watch = (async () => {
+        while (watching && readyWhenBack === undefined) {
+          const exit = events.find((e) => e.kind === 'exited' && e.name === 'auth-1');
+          if (exit && !existsSync(outFile)) {
+            readyWhenBack = await fetch(`${auth1.url}/readyz`).then(
+              (r) => `status ${r.status}`,
+              (err: Error) => `${err.message} (${String((err.cause as Error | undefined)?.message)})`,
+            );
+          }
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      let run: Awaited<ReturnType<typeof killUnderLoad>>;
+      try {
+        run = await killUnderLoad('auth-1', address, async () => {
+          const { failure, token } = await grant(as);
+          if (token) tokens.push({ at: Date.now(), token });
+          return failure;
+        });
+      } finally {
+        watching = false;
+        await watch;
+      }
+      expectRestartedUnderLoad(run, 'auth');
+      // Out of rotation from the exit on, back only once ready.
+      expect(readyWhenBack).toBe('status 200');
+      expect(run.nginxLines).toEqual([]);
+
+      // What a SIGKILL costs the token server's clients: the token requests auth-1 had been sent and
+      // not answered when it died. Each is a POST, which nginx never resends once sent
+      // (proxy_next_upstream has no non_idempotent): it logs the reset while reading auth-1's answer
+      // ("recv() failed (104: Connection reset by peer) while reading response header from upstream"),
+      // takes auth-1 out itself for its fail_timeout, and the client gets nginx's 502 in the token
+      // server's shape, which it may retry (a client_credentials grant is safe to repeat). Measured:
+      // 3 or 4 of about 2,000 requests per run with 4 clients, one per request in flight, each one
+      // such line. A request nginx tried to connect with after the kill met a refused connection,
+      // was never sent, and went to auth-2 (no failure). Nothing sent once the exit was seen fails:
+      // nginx sends auth-1 nothing then, not even a connection attempt (nginxLines below).
+      const lost = run.calls.filter((c) => c.failure !== undefined);
+      const cutWhileAnswering = run.killLines.filter(
+        (l) => l.includes('[error]') && !l.includes('connect() failed'),
+      );
+      console.error(
+        `auth-1 killed: ${run.calls.length} token requests, ${lost.length} lost in flight, ` +
+          `exit seen ${run.exited.at - run.killedAt} ms after the kill\n${cutWhileAnswering.join('\n')}`,
+      );
+      expect(lost.length).toBeLessThanOrEqual(4);
+      expect(lost.length).toBe(cutWhileAnswering.length);
+      for (const line of cutWhileAnswering) {
+        expect(line).toMatch(/while (reading response header from|sending request to) upstream/);
+        expect(line).toContain('request: "POST /oauth/token HTTP/1.1"');
+      }
+      for (const c of lost) {
+        // In flight at the kill: sent before the exit was seen, ended after the kill.
+        expect(c.start).toBeLessThan(run.exited.at);
+        expect(c.end).toBeGreaterThanOrEqual(run.killedAt);
+        expect(c.failure).toBe(
+          'status 502 {"error":"temporarily_unavailable","error_description":"The authorization server is temporarily unavailable."}',
+        );
+      }
+
+      // The restarted auth-1 issued tokens to requests nginx sent it.
+      expect(
+        await counter('auth-1', 'atrium_http_requests_total', {
+          method: 'POST',
+          route: '/oauth/token',
+          status: '200',
+        }),
+      ).toBeGreaterThan(0);
+
+      // Every token verifies against the JWKS published through nginx, whichever process signed it:
+      // the signing keys live in the store, so the restarted process signs with the same key.
+      const direct = (base: string) => ({ ...as, token_endpoint: `${base}/oauth/token` });
+      const fromAuth1 = await grant(direct(auth1.url));
+      const fromAuth2 = await grant(direct(env.cluster.process('auth-2').url));
+      expect([fromAuth1.failure, fromAuth2.failure]).toEqual([undefined, undefined]);
+      const verify = (token: string) =>
+        oauth.validateJwtAccessToken(
+          as,
+          new Request(`${env.cluster.httpUrl}/api/user/profile`, {
+            headers: { authorization: `Bearer ${token}` },
+          }),
+          env.cluster.httpUrl,
+          { ...insecure, signingAlgorithms: ['RS256'] },
+        );
+      const kid = (token: string) =>
+        (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()) as { kid: string }).kid;
+      expect(kid(fromAuth1.token!)).toBe(kid(fromAuth2.token!));
+      const issued = [fromAuth1.token!, fromAuth2.token!, ...tokens.map((t) => t.token)];
+      for (const token of issued) {
+        const claims = await verify(token);
+        expect(claims).toMatchObject({ client_id: client.client_id, scope: 'profile:read' });
+      }
+      expect(tokens.filter((t) => t.at > run.restarted.at).length).toBeGreaterThan(20);
     });
   },
 );
