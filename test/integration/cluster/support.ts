@@ -202,6 +202,11 @@ export async function startTestCluster(options: {
   shutdownDelayMs?: number;
   /** The supervisor's timings (ClusterOptions.restart). */
   restart?: ClusterOptions['restart'];
+  /**
+   * How long a process may take to be ready, at the start and at each restart by the supervisor
+   * (ClusterOptions.startTimeoutMs); 240 s by default, for a loaded machine.
+   */
+  startTimeoutMs?: number;
 }): Promise<TestCluster> {
   ensureBuilt();
   const database = options.databaseUrl
@@ -219,7 +224,7 @@ export async function startTestCluster(options: {
     ...(options.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: options.shutdownDelayMs }),
     ...(options.restart === undefined ? {} : { restart: options.restart }),
     env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', ...options.env },
-    startTimeoutMs: 240_000,
+    startTimeoutMs: options.startTimeoutMs ?? 240_000,
   };
   let cluster: Cluster;
   try {
