@@ -17,10 +17,10 @@ import { missingPrerequisite, OwnRedis, startTestCluster, type TestCluster } fro
  * api-2, started while Redis answered, keeps serving through nginx: its limits fail open and its
  * caches read through. The supervisor must keep api-1 out of rotation while it is down and while it
  * is alive but not ready, stop it after the start timeout (SIGTERM, then SIGKILL after the grace:
- * its drain takes SHUTDOWN_DELAY_MS, 2 s, longer than the 1 s grace here), start it again after
+ * its drain takes SHUTDOWN_DELAY_MS, 2 s, and more, longer than the 1.5 s grace here), start it again after
  * the doubled delay, and once Redis is back that start is ready and goes back into rotation.
  */
-const RESTART = { initialDelayMs: 1_000, maxDelayMs: 10_000, stopGraceMs: 1_000 };
+const RESTART = { initialDelayMs: 1_000, maxDelayMs: 10_000, stopGraceMs: 1_500 };
 /**
  * The start timeout, for the cluster's own start and every restart. A restart while Redis is down
  * listens only after its boot, the 5 s wait for Redis (REDIS_START_WAIT_MS) and up to 5 s more for
@@ -182,7 +182,6 @@ describe.skipIf(skip !== undefined)(
         const late = mine('notReady') as Event & NotReady;
         const stopLogFrom = processLog().length;
         await until(() => !alive(late.pid!), 'the not-ready process gone', 10_000);
-        const stopLog = processLog().slice(stopLogFrom);
         // The cause goes: the next start finds Redis.
         await redis.resume();
 
@@ -222,8 +221,16 @@ describe.skipIf(skip !== undefined)(
         });
         expect(new Set([first, late.pid, back.pid]).size).toBe(3);
 
-        // Stopped as the supervisor says: SIGTERM (it began its drain, which would take 2 s) and,
-        // still draining after the 1 s grace, SIGKILL (no exit code, no `stopped` line).
+        // Its last lines, read once the next start has written its own: the supervisor copies its
+        // output to the log as it comes, a moment after the process wrote it.
+        await until(
+          () => processLog().slice(stopLogFrom).includes('"msg":"atrium started"'),
+          'the next start in the log',
+        );
+        const rest = processLog().slice(stopLogFrom);
+        const stopLog = rest.slice(0, rest.indexOf('"msg":"atrium started"'));
+        // Stopped as the supervisor says: SIGTERM (it began its drain, which takes over 2 s) and,
+        // still draining after the 1.5 s grace, SIGKILL (no exit code, no `stopped` line).
         expect(await stuckExit).toBeNull();
         expect(stopLog).toMatch(/"signal":"SIGTERM".*"msg":"draining"/);
         expect(stopLog).not.toContain('"msg":"stopped"');
