@@ -235,8 +235,10 @@ describe.skipIf(skip !== undefined)(
         expect(stopLog).toMatch(/"signal":"SIGTERM".*"msg":"draining"/);
         expect(stopLog).not.toContain('"msg":"stopped"');
         const lateUntil = samples.filter((s) => s.pid === late.pid && s.running).at(-1)!.at;
+        // Gone the grace after the report (a loaded machine adds a few hundred ms), long before its
+        // drain would have ended it (7 s measured with the SIGKILL left out).
         expect(lateUntil - late.at).toBeGreaterThanOrEqual(RESTART.stopGraceMs - 100);
-        expect(lateUntil - late.at).toBeLessThan(RESTART.stopGraceMs + 900);
+        expect(lateUntil - late.at).toBeLessThan(RESTART.stopGraceMs + 1_500);
         // Started again after the doubled delay (2 s from its exit, not 1 s, nor 4 s).
         const nextAt = samples.find((s) => s.pid === back.pid)!.at;
         expect(nextAt - lateUntil).toBeGreaterThanOrEqual(2 * RESTART.initialDelayMs - 100);
