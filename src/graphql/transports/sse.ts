@@ -118,7 +118,12 @@ function unparsable(req: FastifyRequest, parse: Parse): string | undefined {
     return undefined;
   }
   const json = req.headers['content-type']?.includes('application/json');
-  if (json && typeof req.body === 'string' && !parses(req.body)) return 'POST body sent invalid JSON.';
+  // An empty JSON POST is not JSON either, as POST /graphql answers it. It must be answered here:
+  // its body is undefined (see the handler), and graphql-sse would wait for the request's stream,
+  // which Fastify has read to its end already; the route has no deadline, so until 2026-11-28 such
+  // a request was never answered and stayed open until shutdown.
+  const text = typeof req.body === 'string' ? req.body : req.method === 'POST' ? '' : undefined;
+  if (json && text !== undefined && !parses(text)) return 'POST body sent invalid JSON.';
   return undefined;
 }
 
