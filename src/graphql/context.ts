@@ -11,7 +11,10 @@ export interface GraphQLContext {
   services: Services;
   /** Null for an anonymous caller; resolvers of protected fields raise UNAUTHENTICATED. */
   principal: Principal | null;
-  /** Per-operation DataLoaders: batching and caching never outlive one operation. */
+  /**
+   * Per-operation DataLoaders: batching and caching never outlive one operation. A subscription's
+   * events are each an execution of their own, and each gets new ones (`renewLoaders`).
+   */
   loaders: Loaders;
   requestId: string;
   /** Aborted when the client goes away or the deadline passes. */
@@ -51,4 +54,13 @@ export function createContext(
     commentFeed: extras.commentFeed,
     recheck: extras.recheck,
   };
+}
+
+/**
+ * New loaders for the next execution with this context, for the same caller: what the last one read
+ * is dropped. For a subscription's events (the pipeline's `freshLoadersPerEvent`), which the
+ * executor runs one after another with the subscription's one context.
+ */
+export function renewLoaders(context: GraphQLContext): void {
+  context.loaders = createLoaders(context.services, context.principal);
 }

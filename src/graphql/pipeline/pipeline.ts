@@ -18,7 +18,7 @@ import { STORE_RETRY_AFTER_SECONDS } from '../../store/errors.js';
 import type { StoreOutageLog } from '../../store/outage-log.js';
 import { enterRequestScope, type RequestScope, runWithSignal } from '../../domain/request-scope.js';
 import { headerValue } from '../../http/auth.js';
-import { createContext, type GraphQLContext } from '../context.js';
+import { createContext, type GraphQLContext, renewLoaders } from '../context.js';
 import { storeUnavailableError, toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
 import { malformedParamsPlugin } from './http-params.js';
@@ -380,7 +380,8 @@ export function createPipeline(
         : enveloped.execute;
     // graphql-ws and graphql-sse call execute/subscribe with these args; the enveloped ones travel
     // along so the budget and error masking run there too.
-    return { args: { ...args, rootValue: { execute, subscribe: enveloped.subscribe } } };
+    const subscribe = (a: ExecutionArgs) => freshLoadersPerEvent(enveloped.subscribe(a), a.contextValue);
+    return { args: { ...args, rootValue: { execute, subscribe } } };
   }
 
   /**
@@ -416,6 +417,41 @@ export function createPipeline(
 
   return { yoga, persisted, authenticate, prepare, executeDirect, observer };
 }
+
+/**
+ * A subscription's results, each event executed with DataLoaders of its own. The executor runs every
+ * event with the subscription's one context, so loaders made with it would serve what the first
+ * event read for the subscription's life: a renamed user or a retitled post stayed as it was, a user
+ * deleted since still resolved, and the cache grew with every author and post the stream ever met
+ * (until 2026-11-28). Each event is executed inside the `next()` that asks for it (graphql-ws and
+ * graphql-sse ask for one once the last has been sent), so fresh loaders set on the context just
+ * before are that event's alone; they are built for the same caller, so the core still decides what
+ * the subscriber may see. A refusal (a single result) passes unchanged.
+ */
+async function freshLoadersPerEvent(subscribed: unknown, contextValue: unknown): Promise<unknown> {
+  const result = await subscribed;
+  if (!isAsyncIterable(result)) return result;
+  const context = contextValue as GraphQLContext;
+  const events = result[Symbol.asyncIterator]();
+  const perEvent: AsyncGenerator<ExecutionResult> = {
+    next: () => {
+      renewLoaders(context);
+      return events.next() as Promise<IteratorResult<ExecutionResult>>;
+    },
+    return: (value) =>
+      (events.return?.(value) ?? Promise.resolve({ done: true, value })) as Promise<
+        IteratorResult<ExecutionResult>
+      >,
+    throw: (err) => (events.throw?.(err) ?? Promise.reject(err)) as Promise<IteratorResult<ExecutionResult>>,
+    [Symbol.asyncIterator]: () => perEvent,
+  };
+  return perEvent as never;
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function';
 
 /** For graphql-ws and graphql-sse: run the enveloped execute/subscribe that prepare() attached. */
 export const envelopedExecute = (args: ExecutionArgs) =>
