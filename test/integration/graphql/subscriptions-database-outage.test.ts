@@ -242,9 +242,9 @@ function subscriptionOutageCases(env: () => OutageEnv) {
       const withKey = who === 'with a key';
       const { base, services, log, gate } = env();
       const handle = `nested${transport}${withKey ? 'key' : 'anon'}${testDialect()}`.toLowerCase();
-      // A commenter no event has shown yet: a subscription's loaders keep what they read for its
-      // life, so only an author they have not met is read from the store when the event executes.
-      // Their comment is stored before the subscription starts, so no event has carried it.
+      // A commenter of their own, whose comments are stored before the subscription starts (so no
+      // event has carried them): each event's loaders are new, so the author is read from the
+      // store when the event executes, and the gate can hold the comment's read before it.
       const other = await services.core.users.create({
         handle,
         email: `${handle}@example.com`,
