@@ -17,10 +17,16 @@ import { missingPrerequisite, OwnRedis, startTestCluster, type TestCluster } fro
  * api-2, started while Redis answered, keeps serving through nginx: its limits fail open and its
  * caches read through. The supervisor must keep api-1 out of rotation while it is down and while it
  * is alive but not ready, stop it after the start timeout (SIGTERM, then SIGKILL after the grace:
- * its drain takes SHUTDOWN_DELAY_MS, 2 s, and more, longer than the 1.5 s grace here), start it again after
+ * its drain takes SHUTDOWN_DELAY_MS, 8 s here, longer than the 4 s grace), start it again after
  * the doubled delay, and once Redis is back that start is ready and goes back into rotation.
  */
-const RESTART = { initialDelayMs: 1_000, maxDelayMs: 10_000, stopGraceMs: 1_500 };
+const RESTART = { initialDelayMs: 1_000, maxDelayMs: 10_000, stopGraceMs: 4_000 };
+/**
+ * Each process's drain after SIGTERM. Twice the grace, so the stuck process is still draining when
+ * SIGKILL comes, with a grace long enough for it to log `draining` first on a loaded machine (the
+ * default 2 s drain would leave a grace under 2 s).
+ */
+const SHUTDOWN_DELAY_MS = 8_000;
 /**
  * The start timeout, for the cluster's own start and every restart. A restart while Redis is down
  * listens only after its boot, the 5 s wait for Redis (REDIS_START_WAIT_MS) and up to 5 s more for
@@ -56,6 +62,8 @@ describe.skipIf(skip !== undefined)(
     const events: Event[] = [];
     /** The exit code of the process the not-ready report names (null: ended by a signal). */
     let stuckExit: Promise<number | null> | undefined;
+    /** The length of the not-ready process's log when the supervisor reported it, before stopping it. */
+    let stuckLogFrom = 0;
     let caller: { userId: string; headers: Record<string, string> };
 
     beforeAll(async () => {
@@ -64,6 +72,7 @@ describe.skipIf(skip !== undefined)(
         layout: { api: 2, auth: 0, grpc: 0, worker: 0 },
         redisUrl: redis.url,
         restart: RESTART,
+        shutdownDelayMs: SHUTDOWN_DELAY_MS,
         startTimeoutMs: START_TIMEOUT_MS,
         // The processes' `draining` line (info) shows the SIGTERM.
         env: { LOG_LEVEL: 'info' },
@@ -72,8 +81,11 @@ describe.skipIf(skip !== undefined)(
         exited: (e) => events.push({ kind: 'exited', ...e, at: Date.now() }),
         restarted: (r) => events.push({ kind: 'restarted', ...r, at: Date.now() }),
         notReady: (n) => {
-          // Called before it is stopped: the promise is still the not-ready process's.
+          // Called before it is stopped: the promise is still the not-ready process's, and what its
+          // log holds now was written before the SIGTERM (the test's own polling sees the report
+          // later, by when the process may have logged its drain already).
           stuckExit = env.cluster.process(n.name).child.whenExited();
+          stuckLogFrom = readFileSync(join(env.cluster.runDir, 'logs', `${n.name}.log`), 'utf8').length;
           events.push({ kind: 'notReady', ...n, at: Date.now() });
         },
       });
@@ -180,7 +192,6 @@ describe.skipIf(skip !== undefined)(
         // supervisor reports it and stops it.
         await until(() => mine('notReady') !== undefined, 'the not-ready report', START_TIMEOUT_MS + 20_000);
         const late = mine('notReady') as Event & NotReady;
-        const stopLogFrom = processLog().length;
         await until(() => !alive(late.pid!), 'the not-ready process gone', 10_000);
         // The cause goes: the next start finds Redis.
         await redis.resume();
@@ -224,19 +235,19 @@ describe.skipIf(skip !== undefined)(
         // Its last lines, read once the next start has written its own: the supervisor copies its
         // output to the log as it comes, a moment after the process wrote it.
         await until(
-          () => processLog().slice(stopLogFrom).includes('"msg":"atrium started"'),
+          () => processLog().slice(stuckLogFrom).includes('"msg":"atrium started"'),
           'the next start in the log',
         );
-        const rest = processLog().slice(stopLogFrom);
+        const rest = processLog().slice(stuckLogFrom);
         const stopLog = rest.slice(0, rest.indexOf('"msg":"atrium started"'));
-        // Stopped as the supervisor says: SIGTERM (it began its drain, which takes over 2 s) and,
-        // still draining after the 1.5 s grace, SIGKILL (no exit code, no `stopped` line).
+        // Stopped as the supervisor says: SIGTERM (it began its drain, which takes over 8 s) and,
+        // still draining after the 4 s grace, SIGKILL (no exit code, no `stopped` line).
         expect(await stuckExit).toBeNull();
         expect(stopLog).toMatch(/"signal":"SIGTERM".*"msg":"draining"/);
         expect(stopLog).not.toContain('"msg":"stopped"');
         const lateUntil = samples.filter((s) => s.pid === late.pid && s.running).at(-1)!.at;
         // Gone the grace after the report (a loaded machine adds a few hundred ms), long before its
-        // drain would have ended it (7 s measured with the SIGKILL left out).
+        // drain would have ended it (over SHUTDOWN_DELAY_MS; 7 s measured with the default 2 s).
         expect(lateUntil - late.at).toBeGreaterThanOrEqual(RESTART.stopGraceMs - 100);
         expect(lateUntil - late.at).toBeLessThan(RESTART.stopGraceMs + 1_500);
         // Started again after the doubled delay (2 s from its exit, not 1 s, nor 4 s).
