@@ -132,8 +132,13 @@ export class OwnRedis {
     return redis;
   }
 
-  /** Starts (again) on the same port and waits until it answers. */
+  /**
+   * Starts (again) on the same port and waits until it answers; nothing when it runs already. (A
+   * second server cannot bind the port and exits, but the first answers the wait, so it was taken
+   * for ours and `stop` left the first running: each such suite leaked a redis-server.)
+   */
   async resume(): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
     const child = spawn(
       REDIS_SERVER ?? 'redis-server',
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
