@@ -152,20 +152,18 @@ describe('commentAdded: every event is read with fresh loaders', () => {
       try {
         // The subscription is in place once a comment added now is delivered.
         const seen = await inPlace(sub, comment, transport);
-        const first = await comment('one');
-        expect(await sub.event(seen + 1)).toEqual({
+        /** The event for comment `id` with the commenter's first name and the post's title as given. */
+        const shown = (id: string, firstName: string, title: string) => ({
           data: {
             commentAdded: {
-              id: first.id,
-              author: { id: commenter.userId, handle: commenter.handle, firstName: 'First' },
-              post: {
-                id: post.id,
-                title: 'First title',
-                author: { id: owner.userId, handle: owner.handle },
-              },
+              id,
+              author: { id: commenter.userId, handle: commenter.handle, firstName },
+              post: { id: post.id, title, author: { id: owner.userId, handle: owner.handle } },
             },
           },
         });
+        const first = await comment('one');
+        expect(await sub.event(seen + 1)).toEqual(shown(first.id, 'First', 'First title'));
 
         // Through the core, as any REST, GraphQL or gRPC caller would.
         await atrium.services.core.users.update(member(commenter.userId), commenter.userId, {
@@ -174,19 +172,7 @@ describe('commentAdded: every event is read with fresh loaders', () => {
         await atrium.services.core.posts.update(member(owner.userId), post.id, { title: 'Second title' });
         const second = await comment('two');
         const event = await sub.event(seen + 2);
-        expect(event).toEqual({
-          data: {
-            commentAdded: {
-              id: second.id,
-              author: { id: commenter.userId, handle: commenter.handle, firstName: 'Renamed' },
-              post: {
-                id: post.id,
-                title: 'Second title',
-                author: { id: owner.userId, handle: owner.handle },
-              },
-            },
-          },
-        });
+        expect(event).toEqual(shown(second.id, 'Renamed', 'Second title'));
         expect(event).toEqual(await queried(server.base, subscriber.key, second.id));
       } finally {
         await sub.stop();
