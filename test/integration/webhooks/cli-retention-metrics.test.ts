@@ -4,9 +4,8 @@ import { parseConfig } from '../../../src/config/schema.js';
 import { Outbox } from '../../../src/webhooks/outbox.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { runCli } from '../../helpers/cli.js';
-import type { TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { makeCatalogue, orderBody } from '../orders/fixtures.js';
-import { sharedDatabase } from './processes.js';
 import { api, createEndpoint, Receiver, verifyWithStripe } from './support.js';
 
 let receiver: Receiver;

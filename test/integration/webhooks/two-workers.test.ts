@@ -3,10 +3,9 @@ import { closeServices, createServices, type Services } from '../../../src/compo
 import { parseConfig } from '../../../src/config/schema.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
-import { testDialect, type TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
 import { serve, type Served } from '../../helpers/serve.js';
-import { sharedDatabase } from './processes.js';
 import { Receiver, verifyWithStripe } from './support.js';
 
 /**
