@@ -11,6 +11,7 @@ import { createPipeline, type GraphQLPipeline, type HttpServerContext } from './
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
 import { directPost } from './transports/direct-post.js';
+import { requestErrorBody, UNSUPPORTED_MEDIA_TYPE } from './transports/public-errors.js';
 import { registerSse } from './transports/sse.js';
 import { attachWebSocket } from './transports/websocket.js';
 import { GRAPHQL_PATH } from './paths.js';
@@ -76,6 +77,12 @@ async function viaYoga(pipeline: GraphQLPipeline, req: FastifyRequest, reply: Fa
   const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
   response.headers.forEach((value, key) => void reply.header(key, value));
   reply.status(response.status);
+  // Yoga answers a body it cannot read (text/plain, XML, no content type) with 415 and no error:
+  // the same refusal as every other request error, in GraphQL's error shape.
+  if (response.status === 415) {
+    reply.header('content-type', 'application/json; charset=utf-8');
+    return reply.send(requestErrorBody(UNSUPPORTED_MEDIA_TYPE));
+  }
   // A JSON answer is already one string inside the Response: sending it as such spares the
   // stream pipe (a Readable, its listeners and a chunked write) on every request. Event
   // streams and multipart answers stay streamed.

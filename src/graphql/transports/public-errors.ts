@@ -17,3 +17,14 @@ export function publicResult(result: ExecutionResult): FormattedExecutionResult 
   if (!result.errors) return result as FormattedExecutionResult;
   return { ...result, errors: result.errors.map(publicError) } as FormattedExecutionResult;
 }
+
+/**
+ * The body of a request error that happens before any operation is read (a transport refusing the
+ * request as such), in the shape every GraphQL error has.
+ */
+export function requestErrorBody(message: string): string {
+  return JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
+}
+
+/** 415 on /graphql and /graphql/stream: a POST body that is not JSON. */
+export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Content-Type: send the POST body as application/json.';

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, GraphQLError } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/fastify';
@@ -10,7 +11,7 @@ import {
   type GraphQLPipeline,
   unauthenticatedError,
 } from '../pipeline/pipeline.js';
-import { publicError, publicResult } from './public-errors.js';
+import { publicError, publicResult, requestErrorBody, UNSUPPORTED_MEDIA_TYPE } from './public-errors.js';
 import { GRAPHQL_SSE_PATH } from '../paths.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
@@ -19,7 +20,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
  * A request the pipeline refused, answered before any stream opens (as graphql-sse answers its own
  * request errors): 400, or the error's own 4xx status, with `{ errors }`.
  */
-function refusal(errors: readonly GraphQLError[]) {
+function operationRefusal(errors: readonly GraphQLError[]) {
   const http = errors[0]?.extensions.http as
     { status?: number; headers?: Record<string, string> } | undefined;
   const status = http?.status !== undefined && http.status >= 400 ? http.status : 400;
@@ -28,10 +29,67 @@ function refusal(errors: readonly GraphQLError[]) {
   return [body, { status, statusText: status === 400 ? 'Bad Request' : 'Refused', headers }] as never;
 }
 
+/** A request refused as a whole, before graphql-sse sees it: `{ errors }` with a BAD_REQUEST code. */
+function refuse(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}) {
+  // The reply's own headers (request id, security headers, CORS) as on every other answer: the
+  // reply is hijacked, so Fastify does not write them.
+  reply.raw.writeHead(status, { ...replyHeaders(reply), ...JSON_HEADERS, ...headers });
+  reply.raw.end(requestErrorBody(message));
+}
+
+/** The headers set on the reply (a hijacked reply's are not written by Fastify), but its length. */
+function replyHeaders(reply: FastifyReply): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined && name !== 'content-length') out[name] = value;
+  }
+  return out;
+}
+
 /** A body or parameter that is not JSON: Yoga's status, code and words for the same on /graphql. */
 function invalidJson(reply: FastifyReply, message: string): void {
-  reply.raw.writeHead(400, JSON_HEADERS);
-  reply.raw.end(JSON.stringify({ errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }));
+  refuse(reply, 400, message);
+}
+
+/** True when an Accept header (absent, or a list of media ranges) lets the answer be an event stream. */
+function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  return accept.split(',').some((range) => {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const refused = params.some((p) => /^q=0(\.0*)?$/.test(p));
+    return !refused && (type === 'text/event-stream' || type === 'text/*' || type === '*/*');
+  });
+}
+
+/**
+ * What the route refuses before graphql-sse sees the request. Atrium offers graphql-sse's distinct
+ * connections mode only: one stream per operation, opened by GET or POST. Single connection mode's
+ * reservations (PUT, then DELETE) are refused, and graphql-sse is told no request carries a stream
+ * token (`authenticate` below): its fastify adapter reads a missing token header as the string
+ * "undefined", so until 2026-11-28 one anonymous PUT reserved the stream "undefined", and the next
+ * subscriber's request, from anyone, was attached to that empty reservation instead of running (and
+ * every one after it was refused 409 while that request stayed open).
+ */
+function refusal(
+  req: FastifyRequest,
+): { status: number; message: string; headers?: Record<string, string> } | undefined {
+  if (req.method !== 'GET' && req.method !== 'POST') {
+    return {
+      status: 405,
+      message: `${GRAPHQL_SSE_PATH} takes GET or POST, one stream per operation; reservations (PUT, DELETE) are not offered.`,
+      headers: { allow: 'GET, POST' },
+    };
+  }
+  if (!acceptsEventStream(req.headers.accept)) {
+    return {
+      status: 406,
+      message: `${GRAPHQL_SSE_PATH} answers with an event stream: send Accept: text/event-stream.`,
+    };
+  }
+  if (req.method === 'POST' && !req.headers['content-type']?.includes('application/json')) {
+    return { status: 415, message: UNSUPPORTED_MEDIA_TYPE };
+  }
+  return undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -139,6 +197,8 @@ export function registerSse(
 ): { close(): Promise<void> } {
   const open = new Set<FastifyReply>();
   const handler = createHandler({
+    // No request carries a single-connection-mode stream token (see `refusal`).
+    authenticate: () => null,
     execute: envelopedExecute as never,
     subscribe: envelopedSubscribe as never,
     onSubscribe: async (req, params) => {
@@ -154,7 +214,7 @@ export function registerSse(
         // The same error POST and GET answer: 401 with WWW-Authenticate.
         const refused = err instanceof GraphQLError ? err : unauthenticatedError(err);
         pipeline.observer.rejected('sse', request.id, params.operationName, [refused]);
-        return refusal([refused]);
+        return operationRefusal([refused]);
       }
       const prepared = await pipeline.prepare(params, {
         transport: 'sse',
@@ -163,7 +223,7 @@ export function registerSse(
         address: request.ip,
         requestId: request.id,
       });
-      if ('errors' in prepared) return refusal(prepared.errors);
+      if ('errors' in prepared) return operationRefusal(prepared.errors);
       const { document, operationName } = prepared.args;
       if (request.method === 'GET' && getOperationAST(document, operationName)?.operation === 'mutation') {
         // graphql-sse would refuse it too, but without a code: Yoga's error for the same on GET /graphql.
@@ -171,7 +231,7 @@ export function registerSse(
           extensions: { code: 'BAD_REQUEST', http: { status: 405, headers: { Allow: 'POST' } } },
         });
         pipeline.observer.rejected('sse', request.id, params.operationName, [refused]);
-        return refusal([refused]);
+        return operationRefusal([refused]);
       }
       return prepared.args as never;
     },
@@ -199,6 +259,10 @@ export function registerSse(
       open.add(reply);
       const started = process.hrtime.bigint();
       try {
+        const refused = refusal(req);
+        if (refused) return refuse(reply, refused.status, refused.message, refused.headers);
+        // graphql-sse takes the distinct connections mode only for exactly this header.
+        req.headers.accept = 'text/event-stream';
         // graphql-sse answers JSON it cannot parse with the parser's own words and no code.
         const parse = parseOnce();
         const badJson = unparsable(req, parse);
@@ -214,12 +278,13 @@ export function registerSse(
       } catch (err) {
         if (reply.raw.writableEnded) return;
         services.logger.error({ err, reqId: req.id }, 'graphql-sse failed');
-        if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(
-          JSON.stringify({
-            errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
-          }),
-        );
+        const body = JSON.stringify({
+          errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
+        });
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(500, { ...replyHeaders(reply), ...JSON_HEADERS });
+        }
+        reply.raw.end(body);
       } finally {
         open.delete(reply);
         req.log.info(

@@ -118,12 +118,20 @@ describe('/graphql/stream: requests with nothing to parse are answered at once',
   ])('an empty POST, %s: 415, no stream', async (_name, headers) => {
     const sse = await stream('POST', headers, '');
     expect(sse.status).toBe(415);
-    expect(sse.contentType ?? '').not.toMatch(/event-stream/);
+    expect(sse.contentType).toBe('application/json; charset=utf-8');
+    expect(json(sse)).toEqual({
+      errors: [
+        {
+          message: 'Unsupported Content-Type: send the POST body as application/json.',
+          extensions: { code: 'BAD_REQUEST' },
+        },
+      ],
+    });
   });
 
-  it.each(['PUT', 'DELETE'])('an empty JSON %s: answered (415, as before), no stream', async (method) => {
+  it.each(['PUT', 'DELETE'])('an empty JSON %s: answered (405), no stream', async (method) => {
     const sse = await stream(method, { 'content-type': 'application/json', 'content-length': '0' });
-    expect(sse.status).toBe(415);
+    expect(sse.status).toBe(405);
   });
 
   it.each(['null', '[]', '"text"', '0'])(
