@@ -265,6 +265,10 @@ export function createPipeline(
   const yoga = createYoga<HttpServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
+    // Cross-origin rules are the HTTP layer's, for every route alike (src/http/cors.ts: the exact
+    // origins of CORS_ORIGINS). Yoga's own default echoes any Origin with credentials allowed, and
+    // did so on /graphql until 2026-11-28.
+    cors: false,
     logging: false,
     landingPage: false,
     batching: false,

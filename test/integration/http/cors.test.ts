@@ -168,6 +168,70 @@ describe('CORS and security headers', () => {
   });
 });
 
+describe('CORS on /graphql: the same rules as every other route', () => {
+  let atrium: TestAtrium;
+  let caller: Awaited<ReturnType<TestAtrium['caller']>>;
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ CORS_ORIGINS: ALLOWED });
+    caller = await atrium.caller();
+  });
+  afterAll(async () => {
+    await atrium.stop();
+  });
+
+  /** The GraphQL answers a browser script could ask for: POST (JSON and not), GET, errors. */
+  const graphqlRequests = (origin: string) => [
+    {
+      method: 'POST' as const,
+      url: '/graphql',
+      headers: { origin, 'content-type': 'application/json', ...caller.headers },
+      payload: JSON.stringify({ query: '{ me { id } }' }),
+    },
+    {
+      method: 'POST' as const,
+      url: '/graphql',
+      headers: { origin, 'content-type': 'application/json' },
+      payload: JSON.stringify({ query: '{ me { id } }' }),
+    },
+    { method: 'GET' as const, url: '/graphql?query=%7B__typename%7D', headers: { origin } },
+    {
+      method: 'POST' as const,
+      url: '/graphql',
+      headers: { origin, 'content-type': 'text/plain' },
+      payload: '{"query":"{ __typename }"}',
+    },
+    { method: 'GET' as const, url: '/graphql?query=%7B', headers: { origin } },
+  ];
+
+  it('answers an unlisted origin without CORS headers, so browsers hide the answer', async () => {
+    const responses = await Promise.all(graphqlRequests(EVIL).map((r) => atrium.http!.inject(r)));
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 200, 415, 200]);
+    for (const res of responses) {
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+      expect(res.headers).toMatchObject(SECURITY_HEADERS);
+    }
+  });
+
+  it('lets a listed origin read every answer, its own origin echoed with credentials', async () => {
+    const responses = await Promise.all(graphqlRequests(ALLOWED).map((r) => atrium.http!.inject(r)));
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 200, 415, 200]);
+    for (const res of responses) {
+      expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
+      expect(res.headers['access-control-allow-credentials']).toBe('true');
+      expect(String(res.headers['access-control-expose-headers'])).toContain('X-Request-Id');
+    }
+  });
+
+  it('refuses a preflight for /graphql from an unlisted origin, answers a listed one', async () => {
+    const refused = await atrium.http!.inject(preflight(EVIL, '/graphql'));
+    expect(refused.statusCode).toBe(403);
+    expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+    const allowed = await atrium.http!.inject(preflight(ALLOWED, '/graphql'));
+    expect(allowed.statusCode).toBe(204);
+    expect(allowed.headers['access-control-allow-origin']).toBe(ALLOWED);
+  });
+});
+
 describe('CORS with no origins configured', () => {
   let atrium: TestAtrium;
   beforeAll(async () => {
@@ -181,6 +245,16 @@ describe('CORS with no origins configured', () => {
     const res = await atrium.http!.inject(preflight(ALLOWED));
     expect(res.statusCode).toBe(403);
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('sends no CORS headers from /graphql either', async () => {
+    const res = await atrium.http!.inject({
+      method: 'GET',
+      url: '/graphql?query=%7B__typename%7D',
+      headers: { origin: ALLOWED },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
   });
 });
 
