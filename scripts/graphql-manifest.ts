@@ -4,12 +4,17 @@
  *   npm run -s graphql:manifest -- client/operations/ other.graphql > persisted-queries.json
  *
  * Reads every .graphql/.gql file given (or found under a given folder), and writes Apollo's
- * persisted-query manifest to stdout: one entry per operation, its body printed the way Apollo
- * Client prints a document before hashing it (graphql's `print`), with the fragments it uses.
+ * persisted-query manifest to stdout. Each operation (with the fragments it uses) is listed in the
+ * form Apollo Client sends and hashes: its cache adds `__typename` to every selection set first
+ * (Apollo's own `addTypenameToDocument`, as Apollo's generate-persisted-query-manifest does), then
+ * graphql's `print`. Where that differs from the operation as written, the operation as written
+ * (printed) is listed too, for clients that send documents unchanged. Until 2026-11-28 only the
+ * second form was listed, so production refused every operation Apollo Client sent by hash.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { addTypenameToDocument } from '@apollo/client/utilities';
 import { type DefinitionNode, type DocumentNode, Kind, parse, print, visit } from 'graphql';
 
 function files(path: string): string[] {
@@ -49,9 +54,14 @@ for (const file of paths.flatMap(files)) {
   const doc = parse(readFileSync(file, 'utf8'));
   for (const d of doc.definitions) {
     if (d.kind !== Kind.OPERATION_DEFINITION) continue;
-    const body = print(operationDocument(doc, d));
-    const id = createHash('sha256').update(body).digest('hex');
-    operations.push({ id, body, name: d.name?.value ?? '', type: d.operation });
+    const operation = operationDocument(doc, d);
+    const bodies = new Set([print(addTypenameToDocument(operation)), print(operation)]);
+    for (const body of bodies) {
+      const id = createHash('sha256').update(body).digest('hex');
+      operations.push({ id, body, name: d.name?.value ?? '', type: d.operation });
+    }
   }
 }
-process.stdout.write(`${JSON.stringify({ format: 'apollo-persisted-query-manifest', version: 1, operations }, null, 2)}\n`);
+process.stdout.write(
+  `${JSON.stringify({ format: 'apollo-persisted-query-manifest', version: 1, operations }, null, 2)}\n`,
+);
