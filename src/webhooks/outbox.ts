@@ -85,7 +85,7 @@ export class Outbox {
     return this.store.db.transaction().execute(async (trx) => {
       let q = trx
         .selectFrom('events')
-        .select(['id', 'type', 'owner_id', 'target_endpoint_id'])
+        .select(['id', 'type', 'owner_id', 'target_endpoint_id', 'created_at'])
         .where('dispatched_at', 'is', null)
         .orderBy('id')
         .limit(FAN_OUT_BATCH);
@@ -98,22 +98,24 @@ export class Outbox {
           ? []
           : await trx
               .selectFrom('webhook_endpoints')
-              .select(['id', 'user_id', 'events'])
+              .select(['id', 'user_id', 'events', 'created_at'])
               .where('user_id', 'in', owners)
               .where('disabled_at', 'is', null)
               .execute();
-      const byOwner = new Map<string, Array<{ id: string; events: string[] }>>();
+      const byOwner = new Map<string, Array<{ id: string; events: string[]; createdAt: string }>>();
       for (const e of endpoints) {
         const list = byOwner.get(e.user_id) ?? [];
-        list.push({ id: e.id, events: JSON.parse(e.events) as string[] });
+        list.push({ id: e.id, events: JSON.parse(e.events) as string[], createdAt: e.created_at });
         byOwner.set(e.user_id, list);
       }
       const at = iso(now);
       const rows = events.flatMap((event) => {
         const mine = event.owner_id === null ? [] : (byOwner.get(event.owner_id) ?? []);
+        // An event goes to the endpoints that existed when it happened (as Stripe and Svix send
+        // them), not to one registered while it waited in the outbox, say through a worker outage.
         const targets = event.target_endpoint_id
           ? mine.filter((e) => e.id === event.target_endpoint_id)
-          : mine.filter((e) => subscribes(e.events, event.type));
+          : mine.filter((e) => e.createdAt <= event.created_at && subscribes(e.events, event.type));
         return targets.map((endpoint) => ({
           id: newId('dlv', now.getTime()),
           event_id: event.id,
