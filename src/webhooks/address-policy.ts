@@ -27,8 +27,9 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96], // unspecified, loopback, and IPv4-compatible (::a.b.c.d, deprecated) addresses
+  ['2001::', 32], // Teredo: tunnels to an IPv4 address it embeds
+  ['2002::', 16], // 6to4: tunnels to an IPv4 address it embeds (deprecated, RFC 7526)
   ['64:ff9b::', 96], // NAT64 can reach any IPv4 address
   ['100::', 64],
   ['2001:db8::', 32],

@@ -119,6 +119,10 @@ describe('the SSRF address rule', () => {
     '::ffff:127.0.0.1',
     '::ffff:192.168.1.1',
     '64:ff9b::7f00:1',
+    '::127.0.0.1', // IPv4-compatible, as the URL parser writes it: ::7f00:1
+    '::7f00:1',
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
     'not-an-address',
   ])('%s is not public', (address) => {
     expect(isNonPublicAddress(address)).toBe(true);
