@@ -13,7 +13,9 @@ import type { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
+import { crossOriginHeaders } from './cors.js';
 import { sendError } from './errors.js';
+import { v1DeprecationHeaders } from './rest/orders/deprecation.js';
 import { keepAliveAfterRefusedBody } from './refused-body.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import type { ReadinessCheck } from '../process/readiness.js';
@@ -114,6 +116,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // still get the spec's body, the request id and the security headers.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id).headers(SECURITY_HEADERS);
+      // No hook runs for such a request: the CORS and v1 deprecation headers are set here.
+      reply.headers(crossOriginHeaders(request.headers.origin, config.corsOrigins));
+      const deprecation = v1DeprecationHeaders(request.url, config.v1Sunset);
+      if (deprecation) reply.headers(deprecation);
       sendError(request, reply, err);
     },
   });

@@ -26,6 +26,23 @@ export const CORS_EXPOSED_HEADERS = [
 export const CORS_MAX_AGE_SECONDS = 86_400;
 
 /**
+ * The headers @fastify/cors gives an answer that is not a preflight, for an answer sent where its
+ * hook never runs (a URL the router refuses): the origin echoed when listed, nothing else when not.
+ */
+export function crossOriginHeaders(
+  origin: string | undefined,
+  allowedOrigins: readonly string[],
+): Record<string, string> {
+  if (origin === undefined || !allowedOrigins.includes(origin)) return { vary: 'Origin' };
+  return {
+    vary: 'Origin',
+    'access-control-allow-origin': origin,
+    'access-control-allow-credentials': 'true',
+    'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(', '),
+  };
+}
+
+/**
  * Cross-origin access for the exact origins of CORS_ORIGINS and no others. The allowed origin is
  * echoed back (never `*`), so sending credentials is safe to allow; requests from other origins are
  * still served (servers and curl send Origin too) but without CORS headers, so browsers hide them.

@@ -134,6 +134,38 @@ describe('CORS and security headers', () => {
     expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
   });
 
+  it('a URL the router refuses (bad percent-encoding) keeps the CORS and v1 deprecation headers', async () => {
+    for (const url of ['/api/v1/orders/%ZZ', '/api/v2/orders/%ZZ', '/v1/users/%ZZ']) {
+      const listed = await atrium.http!.inject({
+        method: 'GET',
+        url,
+        headers: { ...caller.headers, origin: ALLOWED },
+      });
+      expect(listed.statusCode).toBe(400);
+      expect(listed.json()).toMatchObject({
+        error: expect.stringMatching(/^validation_error$/i),
+        request_id: expect.any(String),
+      });
+      expect(listed.headers['access-control-allow-origin']).toBe(ALLOWED);
+      expect(listed.headers['access-control-allow-credentials']).toBe('true');
+      expect(String(listed.headers['access-control-expose-headers'])).toContain('X-Request-Id');
+      expect(listed.headers).toMatchObject(SECURITY_HEADERS);
+      const unlisted = await atrium.http!.inject({
+        method: 'GET',
+        url,
+        headers: { ...caller.headers, origin: EVIL },
+      });
+      expect(unlisted.statusCode).toBe(400);
+      expect(Object.keys(unlisted.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+      const v1 = url.startsWith('/api/v1/');
+      for (const res of [listed, unlisted]) {
+        expect(res.headers.deprecation).toBe(v1 ? 'true' : undefined);
+        expect(res.headers.link).toBe(v1 ? '</api/v2/orders/%ZZ>; rel="successor-version"' : undefined);
+        expect(res.headers.sunset === undefined).toBe(!v1);
+      }
+    }
+  });
+
   it('puts the three security headers on API responses of every kind', async () => {
     const responses = [
       await atrium.http!.inject({

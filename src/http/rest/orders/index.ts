@@ -5,6 +5,7 @@ import type { RouteModule } from '../../routes.js';
 import { registerActions } from './actions.js';
 import type { RouteContext } from './common.js';
 import { registerCreate } from './create.js';
+import { v1DeprecationHeaders } from './deprecation.js';
 import { registerItems } from './items.js';
 import { registerList } from './list.js';
 import { registerRead } from './read.js';
@@ -12,28 +13,18 @@ import { registerUserOrders } from './user-orders.js';
 import { VERSIONS } from './versions.js';
 import { registerWrite } from './write.js';
 
-const V1_PREFIX = '/api/v1';
-/** Characters that may stand in a Link target as they are; anything else is percent-encoded. */
-const URI_SAFE = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
-
 /**
  * Every /api/v1 response, errors, unknown paths and CORS preflights included, announces the
  * deprecation and names the v2 path of the same resource. An onSend hook at the root rather than a
  * scoped onRequest hook, because responses sent by earlier hooks (CORS, the caller step) and by the
- * not-found handler never reach a route's own hooks.
+ * not-found handler never reach a route's own hooks. (A URL the router refuses gets them in the
+ * app's frameworkErrors handler: no hook runs for it.)
  */
 export function registerV1Deprecation(app: FastifyInstance, sunset: Date): void {
-  const sunsetHeader = sunset.toUTCString();
   // Callback style: no promise and microtask on every response, v2 included.
   app.addHook('onSend', (request, reply, payload, done) => {
-    const path = request.url.split('?', 1)[0]!;
-    if (path !== V1_PREFIX && !path.startsWith(`${V1_PREFIX}/`)) return done(null, payload);
-    const successor = `/api/v2${path.slice(V1_PREFIX.length)}`.replace(URI_SAFE, (c) =>
-      encodeURIComponent(c),
-    );
-    reply.header('deprecation', 'true');
-    reply.header('sunset', sunsetHeader);
-    reply.header('link', `<${successor}>; rel="successor-version"`);
+    const headers = v1DeprecationHeaders(request.url, sunset);
+    if (headers) reply.headers(headers);
     done(null, payload);
   });
 }
