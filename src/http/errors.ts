@@ -70,6 +70,14 @@ function keepStatus(status: number): DomainError {
 /** Fastify's own 4xx errors (parsing, limits, validation) in the core's terms. */
 function fromFastify(err: FastifyError): DomainError | undefined {
   if (err.validation) {
+    // A path segment left empty (`/api/v2/orders/`, a trailing slash) names no resource: the same
+    // 404 as any path that matches no route, not a field error about an id nobody typed.
+    if (
+      err.validationContext === 'params' &&
+      err.validation.some((v) => v.keyword === 'minLength' && v.params.limit === 1)
+    ) {
+      return new DomainError('not_found', 'No such route or resource.');
+    }
     // Only what will be shown is described; a body of 50,000 unknown keys costs no more than 20.
     const details = err.validation.slice(0, MAX_DETAILS).map((v) => ajvDetail(v, err.validationContext));
     const omitted = Math.max(0, err.validation.length - MAX_DETAILS);

@@ -268,3 +268,23 @@ describe('a PATCH that changes nothing', () => {
     expect(changed.body).toMatchObject({ currency: 'EUR' });
   });
 });
+
+describe('an empty path segment (a trailing slash)', () => {
+  it('is 404 not_found like any path with no route, not a field error', async () => {
+    const who = await atrium.caller({ role: 'admin' });
+    for (const path of [
+      '/api/v2/orders/',
+      '/api/v1/orders/',
+      '/v1/users/',
+      '/v1/organizations/',
+      '/api/v2/webhook_endpoints/',
+    ]) {
+      const res = await fetch(`${base}${path}`, { headers: who.headers });
+      expect({ path, status: res.status, body: await res.json() }).toMatchObject({
+        path,
+        status: 404,
+        body: { error: expect.stringMatching(/^not_found$/i), message: 'No such route or resource.' },
+      });
+    }
+  });
+});
