@@ -115,9 +115,10 @@ const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
 });
 
 /**
- * Over the generated document: every secured REST operation documents its 401 and 429 and the rate-limit
- * headers of each response it gives once the caller is known, and every inline copy of the error
- * body becomes a reference to the one ErrorBody component.
+ * Over the generated document: every REST operation with a body documents its 413 and 415, every
+ * secured one its 401 and 429 and the rate-limit headers of each response it gives once the caller
+ * is known, and every inline copy of the error body becomes a reference to the one ErrorBody
+ * component.
  */
 export function finishDocument(doc: Json): Json {
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
@@ -128,6 +129,15 @@ export function finishDocument(doc: Json): Json {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
       const responses = operation.responses as Record<string, Json>;
       for (const [status, response] of Object.entries(responses)) referenceErrorBodies(status, response);
+      // Every route with a body answers these before its own schema runs (src/http/errors.ts).
+      if (operation.requestBody !== undefined) {
+        responses['413'] ??= errorResponse(
+          'The request body is larger than the limit (`payload_too_large`).',
+        );
+        responses['415'] ??= errorResponse(
+          'The request body is not `application/json` (`unsupported_media_type`).',
+        );
+      }
       if (!isSecured(operation)) continue;
       responses['401'] ??= errorResponse(
         'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',

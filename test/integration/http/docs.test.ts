@@ -193,6 +193,36 @@ describe('OpenAPI document and docs pages', () => {
     expect(JSON.stringify(rateLimited)).toContain('retry_after');
   });
 
+  it('documents 413 and 415 on every operation with a request body, as every such route answers them', async () => {
+    const withBody = operations(doc).filter(({ op }) => !isTokenServer(op) && op.requestBody !== undefined);
+    expect(withBody.length).toBeGreaterThan(5);
+    for (const { path, method, op } of withBody) {
+      for (const status of ['413', '415']) {
+        expect(
+          op.responses[status]?.content['application/json'].schema,
+          `${method} ${path} ${status}`,
+        ).toEqual({
+          $ref: '#/components/schemas/ErrorBody',
+        });
+      }
+    }
+    const caller = await atrium.caller();
+    const notJson = await atrium.http!.inject({
+      method: 'POST',
+      url: '/api/v2/orders',
+      headers: { ...caller.headers, 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    expect(notJson.statusCode).toBe(415);
+    const tooLarge = await atrium.http!.inject({
+      method: 'POST',
+      url: '/api/v2/orders',
+      headers: { ...caller.headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }),
+    });
+    expect(tooLarge.statusCode).toBe(413);
+  });
+
   it('describes errors with the one ErrorBody component', () => {
     const responses = doc.paths['/v1/users/{user_id}'].patch.responses;
     for (const status of ['400', '403', '404', '409', '500']) {
