@@ -108,11 +108,11 @@ export class IdempotencyService {
       if (record.request_hash !== claim.fingerprint) {
         throw new DomainError(
           'idempotency_key_reused',
-          'This Idempotency-Key was already used with a different request body.',
+          'This Idempotency-Key was already used for a different request (another body or another endpoint).',
           [
             {
               field: 'Idempotency-Key',
-              message: 'key reused with a different body',
+              message: 'key reused for a different request',
               code: 'idempotency_key_reused',
             },
           ],

@@ -104,6 +104,10 @@ describe('Idempotency-Key on POST /api/v2/orders', () => {
     const res = await post(key, orderBody(cat), member, '/api/v1/orders');
     expect(res.statusCode).toBe(422);
     expect(res.json().error).toBe('idempotency_key_reused');
+    // The body is the same: the message must not say it differs.
+    expect(res.json().message).toBe(
+      'This Idempotency-Key was already used for a different request (another body or another endpoint).',
+    );
   });
 
   it('without a key every POST creates an order', async () => {
