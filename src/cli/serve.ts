@@ -37,6 +37,14 @@ export async function runServe(argv: string[]): Promise<number> {
     { roles, http: httpUrl, grpc: grpcAddress, database: withoutPassword(config.databaseUrl) },
     'atrium started',
   );
+  // On SQLite no other process can serve the file, so no other process can be the worker.
+  if (config.databaseUrl.startsWith('sqlite:') && !roles.includes('worker')) {
+    log.warn(
+      { roles },
+      'no worker role on this SQLite database: webhook events wait in the outbox and the purge job does not run ' +
+        'until a process with the worker role serves it (one process per SQLite file: add worker to --role)',
+    );
+  }
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serve } from '../helpers/serve.js';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 
@@ -341,6 +342,16 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
     expect(stderr).toContain('"msg":"stopped"');
+    // Without the worker role on SQLite nothing can deliver webhooks: the process says so.
+    const warned = stderr.includes('"msg":"no worker role on this SQLite database');
+    expect(warned).toBe(db.dialect === 'sqlite');
+  });
+
+  it('serve with the worker role among its roles does not warn of a missing worker', async () => {
+    const served = await serve({ ...env, GRPC_PORT: '0' }, { roles: 'api,worker' });
+    expect(await served.stop()).toBe(0);
+    expect(served.stderr()).toContain('"msg":"stopped"');
+    expect(served.stderr()).not.toContain('no worker role');
   });
 
   it('stops serve with one line naming PORT, GRPC_PORT or HOST when the system refuses the address', async () => {
