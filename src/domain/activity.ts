@@ -29,7 +29,9 @@ const MAX_RECENT_ACTIVITY = 100;
 const POLL_MS = 1_000;
 /**
  * Events are looked for this far back on every read, so one committed late on another instance
- * (a slow transaction, a clock a little behind) is still found; ids already sent are skipped.
+ * (a slow transaction, a clock a little behind) is still found; ids already seen are skipped. The
+ * events in this window when the stream opens count as seen, sent or not: only the last
+ * `recent` of them belong to the history, and the rest are older, not live.
  */
 const LOOKBACK_MS = 10_000;
 
@@ -72,20 +74,39 @@ export class UserActivity {
     const onAbort = () => wake?.();
     signal.addEventListener('abort', onAbort);
     try {
+      /** Ids already sent, or deliberately not sent: each with its time, dropped once out of the window. */
       const seen = new Map<string, number>();
       let since = this.deps.clock.now().getTime() - LOOKBACK_MS;
-      const recent = recentCount
-        ? await this.deps.store.db
-            .selectFrom('events')
-            .selectAll()
-            .where('owner_id', '=', userId)
-            .orderBy('id', 'desc')
-            .limit(recentCount)
-            .execute()
-        : [];
-      for (const row of recent.reverse()) {
+      // One statement, so one snapshot (PostgreSQL's READ COMMITTED takes one per statement): the
+      // last `recentCount` events, and every event the first live read's window will hold that is
+      // already committed. The window's older events are marked seen without being sent: they were
+      // there to be read, they are not among the last ones, so they are not news. Only events that
+      // commit after this statement are, late ones with older ids or times included.
+      const known = await this.deps.store.db
+        .selectFrom('events')
+        .selectAll()
+        .where('owner_id', '=', userId)
+        .where((eb) =>
+          eb.or([
+            eb('created_at', '>=', iso(new Date(since))),
+            eb(
+              'id',
+              'in',
+              eb
+                .selectFrom('events')
+                .select('id')
+                .where('owner_id', '=', userId)
+                .orderBy('id', 'desc')
+                .limit(recentCount),
+            ),
+          ]),
+        )
+        .orderBy('id', 'desc')
+        .execute();
+      for (const row of known) seen.set(row.id, Date.parse(row.created_at));
+      // The newest ids come first and the last `recentCount` ids are all there: those are the recent ones.
+      for (const row of known.slice(0, recentCount).reverse()) {
         if (signal.aborted) return;
-        seen.set(row.id, Date.parse(row.created_at));
         yield toActivity(row);
       }
       while (!signal.aborted) {
