@@ -19,6 +19,7 @@ import { genRequestId } from '../http/plugins/request-context.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
 import { serviceError, toServiceError } from './errors.js';
 import type { GrpcMetrics } from './metrics.js';
+import { UNDECODABLE, UNDECODABLE_MESSAGE } from './undecodable.js';
 
 /** What a handler gets: the caller, already authenticated, rate-limited and scope-checked. */
 export interface CallContext {
@@ -69,7 +70,7 @@ const first = (md: Metadata, key: string): string | undefined => {
 
 /**
  * The one interceptor every UserService method goes through, in this order: request id → refuse
- * while draining → credentials from metadata through the shared Authenticator → the shared
+ * an undecodable request message → refuse while draining → credentials from metadata through the shared Authenticator → the shared
  * post-authentication steps (rate limit) → scope → handler → DomainError to status (errors.ts) →
  * one log line and the metrics. Handlers never read metadata or build statuses themselves.
  */
@@ -244,6 +245,8 @@ export class CallPipeline {
     started: Started,
     cancel: { readonly signal: AbortSignal },
   ): Promise<CallContext> {
+    // The client's own bad bytes (undecodable.ts): refused before any authentication work.
+    if (call.request === UNDECODABLE) throw serviceError(status.INVALID_ARGUMENT, UNDECODABLE_MESSAGE);
     if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
     const users = new RequestUsers();
     const credentials = {

@@ -11,6 +11,7 @@ import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
 import { grpcMetrics } from './metrics.js';
 import { reflectionService } from './reflection.js';
+import { markUndecodable } from './undecodable.js';
 import { userServiceHandlers } from './user-service.js';
 
 export const USER_SERVICE = 'users.v1.UserService';
@@ -106,7 +107,8 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
     metrics: grpcMetrics(services.metrics),
   });
   server.addService(
-    UserServiceService,
+    // A request that cannot be decoded reaches the pipeline (INVALID_ARGUMENT, logged, counted).
+    markUndecodable(UserServiceService),
     userServiceHandlers(pipeline, {
       core: services.core,
       activity: new UserActivity(services.deps, services.core.users),
