@@ -20,6 +20,10 @@ export class MemoryCache implements Cache {
   async delete(key: string): Promise<void> {
     this.entries.delete(key);
   }
+
+  async clear(): Promise<void> {
+    this.entries.clear();
+  }
 }
 
 export function ttlMs(ttlSeconds: number): number {

@@ -61,6 +61,40 @@ describe.each(subjects)('Cache contract: $name', (subject) => {
       await expect(cache.set('user:e', 'v', ttl)).rejects.toBeInstanceOf(RangeError);
     }
   });
+
+  it('clears every entry', async () => {
+    for (let i = 0; i < 5; i++) await cache.set(`user:clear${i}`, 'v', 60);
+    await cache.clear();
+    for (let i = 0; i < 5; i++) expect(await cache.get(`user:clear${i}`)).toBeUndefined();
+    await cache.set('user:clear0', 'again', 60);
+    expect(await cache.get('user:clear0')).toBe('again');
+  });
+});
+
+describe('RedisCache clear', () => {
+  it('deletes the keys under its prefix, across many SCAN steps, and no others', async () => {
+    const mine = uniquePrefix('clear-mine');
+    // A prefix that starts like the first one (kept), and one whose glob characters must be taken
+    // literally (unescaped, `[*]` would match a `*` and miss the key itself).
+    const near = `${mine.slice(0, -1)}x:`;
+    const globbed = uniquePrefix('clear-[*]');
+    try {
+      const cache = new RedisCache(redis, mine);
+      for (let i = 0; i < 2_500; i += 500) {
+        await redis.mset(...Array.from({ length: 500 }, (_, j) => [`${mine}k${i + j}`, 'v']).flat());
+      }
+      await redis.set(`${near}k`, 'kept');
+      await redis.set(`${globbed}k`, 'v');
+      await cache.clear();
+      expect(await redis.exists(`${mine}k0`, `${mine}k2499`)).toBe(0);
+      expect(await redis.get(`${near}k`)).toBe('kept');
+      await new RedisCache(redis, globbed).clear();
+      expect(await redis.get(`${globbed}k`)).toBeNull();
+    } finally {
+      await flushPrefix(redis, mine);
+      await redis.del(`${near}k`, `${globbed}k`);
+    }
+  });
 });
 
 describe('RedisCache storage', () => {
