@@ -63,6 +63,8 @@ export interface Services {
   broadcast: Broadcast;
   /** Whether Redis answers, and what went ahead without it. */
   sharedHealth: SharedStateHealth;
+  /** Carries out, before the process exits, cache invalidations Redis missed (src/shared/factory.ts). */
+  flushCacheInvalidations(waitMs: number): Promise<number>;
   /**
    * The database outage as this process's requests meet it, whichever surface serves them (REST,
    * the token server and its sign-in pages, GraphQL, gRPC): logged once and its end once, not once
@@ -97,6 +99,12 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
 const REQUEST_OUTAGE = { down: 'requests failing', up: 'requests served' };
 /** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
 const REDIS_START_WAIT_MS = 5_000;
+/**
+ * How long a process about to exit waits for Redis to carry out cache invalidations it missed (a
+ * user changed during an outage): a Redis that is back is seen within about 2 s (ioredis's
+ * reconnection backoff). Spent only when something is owed, so a healthy shutdown waits nothing.
+ */
+const CACHE_FLUSH_WAIT_MS = 3_000;
 
 /** Opens the store and builds the core and the shared services. */
 export async function createServices(config: Config, options: ServicesOptions = {}): Promise<Services> {
@@ -168,6 +176,18 @@ export async function createServices(config: Config, options: ServicesOptions = 
     services.onClose.push(async () => stopWatching());
     services.onClose.push(() => services.broadcast.close());
     if (redis) services.onClose.push(async () => void (await redis.quit().catch(() => redis.disconnect())));
+    // Before the connection closes (closers run last registered first): an admin command that
+    // changed a user while Redis was down has no later moment to drop the cached copy.
+    if (redis)
+      services.onClose.push(async () => {
+        const owed = await services.flushCacheInvalidations(CACHE_FLUSH_WAIT_MS);
+        if (owed === 0) return;
+        logger.warn(
+          { owed: owed === Infinity ? 'all' : owed, waited_ms: CACHE_FLUSH_WAIT_MS },
+          'exiting with cache invalidations Redis missed: instances that lost Redis too drop every ' +
+            'cached entry when it is back; one that kept Redis serves them until they expire (60 s)',
+        );
+      });
     return services;
   } catch (err) {
     await store.close().catch(() => undefined);

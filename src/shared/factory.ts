@@ -6,6 +6,7 @@ import { MemoryCache } from './memory-cache.js';
 import { MemorySlidingWindowLimiter } from './memory-limiter.js';
 import type { SlidingWindowLimiter } from './rate-limiter.js';
 import { RedisBroadcast } from './redis-broadcast.js';
+import { RecoveringCache } from './recovering-cache.js';
 import { RedisCache } from './redis-cache.js';
 import { RedisSlidingWindowLimiter } from './redis-limiter.js';
 import { failFast, SharedStateHealth } from './health.js';
@@ -17,6 +18,12 @@ export interface SharedState {
   broadcast: Broadcast;
   /** Whether Redis answers, and what went ahead without it (metrics, one log line per outage). */
   sharedHealth: SharedStateHealth;
+  /**
+   * For a process about to exit: carries out the cache invalidations Redis missed, waiting up to
+   * `waitMs` for it to answer; resolves with how many are still owed (Infinity: the whole cache).
+   * Always 0 without Redis (nothing to miss).
+   */
+  flushCacheInvalidations(waitMs: number): Promise<number>;
 }
 
 /**
@@ -28,11 +35,18 @@ export interface SharedState {
 export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:'): SharedState {
   if (redis) {
     const sharedHealth = new SharedStateHealth(redis);
+    // Each call to Redis through sharedHealth (a clear is several); a delete that misses Redis is
+    // carried out when it answers again (src/shared/recovering-cache.ts).
+    const cache = new RecoveringCache(
+      new RedisCache(redis, `${keyPrefix}cache:`, (call) => sharedHealth.call(call)),
+      sharedHealth,
+    );
     return {
       limiter: failFast(sharedHealth, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
-      cache: failFast(sharedHealth, new RedisCache(redis, `${keyPrefix}cache:`)),
+      cache,
       broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`, sharedHealth),
       sharedHealth,
+      flushCacheInvalidations: (waitMs) => cache.flush(waitMs),
     };
   }
   return {
@@ -40,5 +54,6 @@ export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:
     cache: new MemoryCache(),
     broadcast: new MemoryBroadcast(),
     sharedHealth: new SharedStateHealth(undefined),
+    flushCacheInvalidations: async () => 0,
   };
 }

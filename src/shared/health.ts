@@ -49,6 +49,7 @@ export class SharedStateHealth {
   private connectionReported = false;
   /** False from a call's timeout until Redis answers something again. */
   private answering = true;
+  private readonly recoveryListeners: Array<(afterOutage: boolean) => void> = [];
 
   constructor(
     private readonly redis: Redis | undefined,
@@ -65,6 +66,17 @@ export class SharedStateHealth {
 
   useLogger(log: Log): void {
     this.log = log;
+  }
+
+  /**
+   * Calls `listener` each time Redis answers again: when the connection becomes ready, or a reply
+   * ends a silence. `afterOutage` is false for the first connection of this process and true for
+   * every later one (this process had Redis and lost it, so whatever it or another process meant
+   * to write meanwhile may be missing there). Called once `up` is true again, so the listener's
+   * own calls through `call` go ahead.
+   */
+  onRecovered(listener: (afterOutage: boolean) => void): void {
+    this.recoveryListeners.push(listener);
   }
 
   /** True when Redis is configured, its connection is ready for commands and it answers them. */
@@ -166,6 +178,7 @@ export class SharedStateHealth {
   }
 
   private recovered(): void {
+    const afterOutage = this.wasReady;
     this.answering = true;
     this.connectionReported = false;
     if (this.wasReady && this.warned.size > 0) {
@@ -174,6 +187,7 @@ export class SharedStateHealth {
     }
     this.wasReady = true;
     this.warned.clear();
+    for (const listener of this.recoveryListeners) listener(afterOutage);
   }
 }
 
