@@ -12,9 +12,15 @@ export const userCacheKey = (userId: string): string => `rest-user:v2:${userId}`
 const warn = (logger: Logger, what: string) => (err: unknown) =>
   logger.warn({ err: err instanceof Error ? err.message : String(err) }, what);
 
-/** Drops the cached REST copy of a user; a cache outage is logged, never an error of the change. */
+/**
+ * Drops the cached REST copy of a user; a cache outage is logged, never an error of the change.
+ * With Redis, a drop that cannot reach it is carried out once it answers again
+ * (src/shared/recovering-cache.ts).
+ */
 export function dropCachedUser(cache: Cache, userId: string, logger: Logger): Promise<void> {
-  return cache.delete(userCacheKey(userId)).catch(warn(logger, 'could not invalidate a cached user'));
+  return cache
+    .delete(userCacheKey(userId))
+    .catch(warn(logger, 'could not invalidate a cached user now; done when the cache answers again'));
 }
 
 /**
@@ -48,7 +54,8 @@ const UNCACHED: UserReads = {
  * Whether REST user reads may be answered from a cache (decisions §3: a change from any surface or
  * process invalidates every cached copy at once).
  *
- * - With Redis the cache is shared, and every writer, in whatever process, drops the copy there.
+ * - With Redis the cache is shared, and every writer, in whatever process, drops the copy there;
+ *   after a Redis outage, before it is read again (src/shared/recovering-cache.ts).
  * - Without it the cache is this process's memory, which another process (an admin command, a
  *   second instance) cannot reach. SQLite tells this process of their commits for free
  *   (`foreignCommits`), so the cache stays. PostgreSQL tells nothing short of a round trip to the
