@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Atrium, createAtrium } from '../../../src/compose.js';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { runCli } from '../../helpers/cli.js';
 import { testDialect } from '../../helpers/database.js';
 import { flushPrefix, TEST_REDIS_URL, testRedis } from '../../helpers/redis.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
 import { until } from '../../helpers/wait.js';
+import { startGrpcAtrium, unary, type GrpcAtrium, type UserMessage } from '../grpc/support.js';
 
 /**
  * decisions §3: a user changed through any surface is changed for REST at once, and every cached
@@ -29,7 +29,7 @@ const CACHE_PREFIX = 'atrium:cache:';
 describe('the REST user cache across a Redis outage (two instances sharing Redis)', () => {
   let proxyA: TcpProxy;
   let proxyB: TcpProxy;
-  let a: TestAtrium;
+  let a: GrpcAtrium;
   let b: Atrium | undefined;
   let dir: string | undefined;
   let redis: Redis;
@@ -58,7 +58,7 @@ describe('the REST user cache across a Redis outage (two instances sharing Redis
       dir = mkdtempSync(join(tmpdir(), 'atrium-cache-outage-'));
       env.DATABASE_URL = `sqlite:${join(dir, 'atrium.db')}`;
     }
-    a = await startTestAtrium(env);
+    a = await startGrpcAtrium(env);
     databaseUrl = a.config.databaseUrl;
     b = await createAtrium({ ...a.config, port: 0, redisUrl: relayed(proxyB) }, ['api', 'auth']);
   });
@@ -90,6 +90,45 @@ describe('the REST user cache across a Redis outage (two instances sharing Redis
     });
     expect(res.statusCode, res.body).toBe(200);
   };
+  type Caller = { userId: string; headers: Record<string, string> };
+  /** The change, through each surface the tester used, made on instance A. */
+  const SURFACES: Array<{
+    surface: string;
+    change(admin: Caller, target: Caller, name: string): Promise<void>;
+  }> = [
+    {
+      surface: 'REST PATCH',
+      change: (admin, target, name) => patchName(a, target.userId, admin.headers, name),
+    },
+    {
+      surface: 'gRPC UpdateUser',
+      change: async (_admin, target, name) => {
+        const { error } = await unary<UserMessage>(
+          a.client(),
+          'UpdateUser',
+          { user_id: target.userId, name, update_mask: { paths: ['name'] } },
+          target.headers,
+        );
+        expect(error).toBeNull();
+      },
+    },
+    {
+      surface: 'GraphQL updateUser',
+      change: async (admin, target, name) => {
+        const res = await a.http!.inject({
+          method: 'POST',
+          url: '/graphql',
+          headers: { ...admin.headers, 'content-type': 'application/json' },
+          payload: {
+            query: 'mutation($id: ID!, $in: UpdateUserInput!) { updateUser(id: $id, input: $in) { id } }',
+            variables: { id: target.userId, in: { name } },
+          },
+        });
+        expect(res.statusCode, res.body).toBe(200);
+        expect((res.json() as { errors?: unknown }).errors, res.body).toBeUndefined();
+      },
+    },
+  ];
   const up = (on: Atrium) => on.services.sharedHealth.up;
   const outage = async () => {
     await Promise.all([proxyA.cut(), proxyB.cut()]);
@@ -116,28 +155,31 @@ describe('the REST user cache across a Redis outage (two instances sharing Redis
     return { admin, target, oldName: warm.name! };
   };
 
-  it('the tester’s repro: a change during the outage is not answered from the old entry once Redis is back', async () => {
-    const { admin, target, oldName } = await warmUser();
+  it.each(SURFACES)(
+    'the tester’s repro ($surface): a change during the outage is not answered from the old entry once Redis is back',
+    async ({ change }) => {
+      const { admin, target, oldName } = await warmUser();
 
-    await outage();
-    await patchName(a, target.userId, admin.headers, 'Renamed During Outage');
-    // The cache is bypassed while Redis is down.
-    expect(await get(a, target.userId, admin.headers)).toMatchObject({
-      cache: 'MISS',
-      name: 'Renamed During Outage',
-    });
+      await outage();
+      await change(admin, target, 'Renamed During Outage');
+      // The cache is bypassed while Redis is down.
+      expect(await get(a, target.userId, admin.headers)).toMatchObject({
+        cache: 'MISS',
+        name: 'Renamed During Outage',
+      });
 
-    await Promise.all([back(proxyA, a), back(proxyB, b!)]);
-    for (const on of [a, b!]) {
-      const read = await get(on, target.userId, admin.headers);
-      expect(read.name, `was "${oldName}" (X-Cache: ${String(read.cache)})`).toBe('Renamed During Outage');
-    }
-    // And the cache works again: the entry written after the change is served.
-    expect(await get(b!, target.userId, admin.headers)).toMatchObject({
-      cache: 'HIT',
-      name: 'Renamed During Outage',
-    });
-  });
+      await Promise.all([back(proxyA, a), back(proxyB, b!)]);
+      for (const on of [a, b!]) {
+        const read = await get(on, target.userId, admin.headers);
+        expect(read.name, `was "${oldName}" (X-Cache: ${String(read.cache)})`).toBe('Renamed During Outage');
+      }
+      // And the cache works again: the entry written after the change is served.
+      expect(await get(b!, target.userId, admin.headers)).toMatchObject({
+        cache: 'HIT',
+        name: 'Renamed During Outage',
+      });
+    },
+  );
 
   it('an instance that gets Redis back before the writer does never serves the old entry', async () => {
     const { admin, target } = await warmUser();
