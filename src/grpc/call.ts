@@ -70,9 +70,9 @@ const first = (md: Metadata, key: string): string | undefined => {
 
 /**
  * The one interceptor every UserService method goes through, in this order: request id → refuse
- * an undecodable request message → refuse while draining → credentials from metadata through the shared Authenticator → the shared
- * post-authentication steps (rate limit) → scope → handler → DomainError to status (errors.ts) →
- * one log line and the metrics. Handlers never read metadata or build statuses themselves.
+ * an undecodable request message → refuse while draining → credentials from metadata through the
+ * shared Authenticator → the shared post-authentication steps (rate limit) → scope → handler →
+ * DomainError to status (errors.ts) → one log line and the metrics. Handlers never read metadata or build statuses themselves.
  */
 export class CallPipeline {
   private draining = false;
