@@ -59,19 +59,13 @@ describe('gRPC StreamUserActivity: the last 20, then only what is new', () => {
     );
     if (error) throw error;
   };
-  /** The user's event ids in the store, oldest first. */
-  const storedIds = async (userId: string) =>
+  /**
+   * The user's event ids in the store, oldest first, read through `services` (the other instance's
+   * while the stream's history read holds this one's only SQLite connection).
+   */
+  const storedIds = async (userId: string, services: Services = atrium.services) =>
     (
-      await atrium.services.store.db
-        .selectFrom('events')
-        .select('id')
-        .where('owner_id', '=', userId)
-        .orderBy('id', 'asc')
-        .execute()
-    ).map((r) => r.id);
-  const elsewhereIds = async (userId: string) =>
-    (
-      await elsewhere.store.db
+      await services.store.db
         .selectFrom('events')
         .select('id')
         .where('owner_id', '=', userId)
@@ -145,7 +139,9 @@ describe('gRPC StreamUserActivity: the last 20, then only what is new', () => {
           dispatched_at: null,
         })
         .execute();
-      const during = (await elsewhereIds(member.userId)).filter((id) => !before.includes(id) && id !== late);
+      const during = (await storedIds(member.userId, elsewhere)).filter(
+        (id) => !before.includes(id) && id !== late,
+      );
       expect(during).toHaveLength(1);
       held.release();
 
