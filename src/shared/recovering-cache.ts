@@ -51,13 +51,14 @@ export class RecoveringCache implements Cache {
     });
   }
 
+  // Nothing owed is the usual case: a read then costs no extra promise step.
   async get(key: string): Promise<string | undefined> {
-    await this.replay();
+    if (this.owes) await this.replay();
     return this.inner.get(key);
   }
 
   async set(key: string, value: string, ttlSeconds: number): Promise<void> {
-    await this.replay();
+    if (this.owes) await this.replay();
     await this.inner.set(key, value, ttlSeconds);
   }
 
