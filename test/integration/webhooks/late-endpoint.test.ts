@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Outbox } from '../../../src/webhooks/outbox.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { sharedDatabase } from '../../helpers/database.js';
 import { makeCatalogue, orderBody, type Catalogue } from '../orders/fixtures.js';
-import { api, createEndpoint } from './support.js';
+import { api, createEndpoint, Receiver, verifyWithStripe } from './support.js';
 
 /**
  * An event goes to the endpoints that existed when it happened. Events wait in the outbox while no
@@ -53,5 +54,44 @@ describe('fan-out of events that waited in the outbox', () => {
         .sort();
     expect(to(first.body)).toEqual([before.id]);
     expect(to(second.body)).toEqual([before.id, after.id].sort());
+  });
+});
+
+describe('the same through a worker and a real receiver', () => {
+  it('a worker started after the events delivers each to the endpoints that existed when it happened', async () => {
+    const database = await sharedDatabase();
+    const receiver = await new Receiver().start();
+    const env = { DATABASE_URL: database.url, WEBHOOK_BACKOFF_BASE_MS: '50' };
+    let worker: TestAtrium | undefined;
+    try {
+      // No worker yet: the events wait in the outbox, as through a worker outage.
+      const front = await startTestAtrium(env, ['api', 'auth']);
+      const shop = await makeCatalogue(front);
+      const who = await front.caller();
+      const before = await createEndpoint(front, who.headers, { url: receiver.url('/before') });
+      await tick();
+      const first = await api(front, 'POST', '/api/v2/orders', who.headers, orderBody(shop));
+      await tick();
+      const after = await createEndpoint(front, who.headers, { url: receiver.url('/after') });
+      await tick();
+      const second = await api(front, 'POST', '/api/v2/orders', who.headers, orderBody(shop));
+      await front.stop();
+      expect([first.status, second.status]).toEqual([201, 201]);
+
+      worker = await startTestAtrium(env, ['worker']);
+      await receiver.until(() => receiver.at('/before').length >= 2 && receiver.at('/after').length >= 1);
+      // Long enough for a wrong delivery of the first order to /after to show.
+      await new Promise((r) => setTimeout(r, 1_500));
+      const orderOf = (r: { raw: string }) => (JSON.parse(r.raw) as { data: { id: string } }).data.id;
+      const ids = (body: unknown) => (body as { id: string }).id;
+      expect(receiver.at('/before').map(orderOf).sort()).toEqual([ids(first.body), ids(second.body)].sort());
+      expect(receiver.at('/after').map(orderOf)).toEqual([ids(second.body)]);
+      for (const r of receiver.at('/before')) verifyWithStripe(r, before.secret);
+      for (const r of receiver.at('/after')) verifyWithStripe(r, after.secret);
+    } finally {
+      await worker?.stop();
+      await receiver.stop();
+      await database.drop();
+    }
   });
 });
