@@ -25,6 +25,8 @@ interface Read {
   ok: boolean;
   status?: number;
   body?: string;
+  /** The Deprecation header, as far as the page may read it (CORS exposes it). */
+  deprecation?: string | null;
   error?: string;
 }
 
@@ -61,7 +63,12 @@ describeBrowser('cross-origin reads in a real browser', () => {
           const read = async (url: string, init?: RequestInit) => {
             try {
               const res = await fetch(url, init);
-              return { ok: true, status: res.status, body: await res.text() };
+              return {
+                ok: true,
+                status: res.status,
+                body: await res.text(),
+                deprecation: res.headers.get('deprecation'),
+              };
             } catch (err) {
               return { ok: false, error: String(err) };
             }
@@ -83,6 +90,9 @@ describeBrowser('cross-origin reads in a real browser', () => {
             }),
             rest: await read(`${base}/api/v2/orders`, { headers: { 'x-api-key': key } }),
             openapi: await read(`${base}/openapi.json`),
+            // A URL the router refuses (bad percent-encoding): no hook runs for it. A simple
+            // request: with a credential header the browser's preflight meets the same refusal.
+            malformedV1: await read(`${base}/api/v1/orders/%ZZ`),
           };
         },
         { base, key },
@@ -104,6 +114,7 @@ describeBrowser('cross-origin reads in a real browser', () => {
     expect(JSON.parse(reads.graphqlPost!.body!)).toMatchObject({ data: { me: { id: expect.any(String) } } });
     expect(reads.rest).toMatchObject({ ok: true, status: 200 });
     expect(reads.openapi).toMatchObject({ ok: true, status: 200 });
+    expect(reads.malformedV1).toMatchObject({ ok: true, status: 400, deprecation: 'true' });
   });
 
   it('an unlisted origin reads nothing: every answer is hidden from its script', async () => {
