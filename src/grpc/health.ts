@@ -1,5 +1,6 @@
 import type { Server, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
+import { refusingUndecodable } from './undecodable.js';
 
 /**
  * grpc.health.v1.Health (Check, Watch; no credentials) with a status per service name: "" for the
@@ -26,10 +27,11 @@ export class Health {
 
   addToServer(server: Server): void {
     const watches = this.watches;
+    const target = refusingUndecodable(server);
     this.impl.addToServer({
       addService(definition, implementation: UntypedServiceImplementation) {
         const watch = implementation.watch as (call: ServerWritableStream<unknown, unknown>) => void;
-        server.addService(definition, {
+        target.addService(definition, {
           ...implementation,
           watch(call: ServerWritableStream<unknown, unknown>) {
             watches.add(call);

@@ -11,7 +11,7 @@ import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
 import { grpcMetrics } from './metrics.js';
 import { reflectionService } from './reflection.js';
-import { markUndecodable } from './undecodable.js';
+import { markUndecodable, refusingUndecodable } from './undecodable.js';
 import { userServiceHandlers } from './user-service.js';
 
 export const USER_SERVICE = 'users.v1.UserService';
@@ -118,7 +118,8 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
   );
   const health = new Health([USER_SERVICE]);
   health.addToServer(server);
-  reflectionService().addToServer(server);
+  // Library handlers: an undecodable request is INVALID_ARGUMENT there too, not grpc-js's INTERNAL.
+  reflectionService().addToServer(refusingUndecodable(server));
 
   let bound = false;
   let closed: Promise<void> | undefined;

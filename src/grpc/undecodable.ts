@@ -1,4 +1,12 @@
-import type { ServiceDefinition } from '@grpc/grpc-js';
+import {
+  Metadata,
+  status,
+  type sendUnaryData,
+  type Server,
+  type ServiceDefinition,
+  type ServiceError,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 
 /**
  * What a request message that cannot be decoded becomes. grpc-js answers a throwing
@@ -30,4 +38,71 @@ export function markUndecodable<D extends ServiceDefinition>(definition: D): D {
     return [name, { ...method, requestDeserialize }] as const;
   });
   return Object.fromEntries(wrapped) as D;
+}
+
+type Handler = (...args: never[]) => unknown;
+
+function refusal(): ServiceError {
+  return Object.assign(new Error(UNDECODABLE_MESSAGE), {
+    code: status.INVALID_ARGUMENT,
+    details: UNDECODABLE_MESSAGE,
+    metadata: new Metadata(),
+  });
+}
+
+/**
+ * A `Server` that adds every service it is given with undecodable requests refused as
+ * INVALID_ARGUMENT, for the services whose handlers come from libraries (health, reflection) and so
+ * never see the pipeline. Handlers are wrapped once, at registration; each call pays one comparison.
+ */
+export function refusingUndecodable(server: Server): Server {
+  return {
+    addService(definition: ServiceDefinition, implementation: UntypedServiceImplementation) {
+      const handlers: UntypedServiceImplementation = { ...implementation };
+      for (const [name, method] of Object.entries(definition)) {
+        // grpc-js finds a handler under the method's name or its original (lower camel) name.
+        const key = name in implementation ? name : method.originalName;
+        const handler = key === undefined ? undefined : (implementation[key] as Handler | undefined);
+        if (key !== undefined && handler) {
+          handlers[key] = refuseIn(handler, method.requestStream, method.responseStream) as never;
+        }
+      }
+      server.addService(markUndecodable(definition), handlers);
+    },
+  } as Pick<Server, 'addService'> as Server;
+}
+
+function refuseIn(handler: Handler, requestStream: boolean, responseStream: boolean): Handler {
+  const h = handler as unknown as (call: ServerCallish, callback?: sendUnaryData<unknown>) => void;
+  if (!requestStream) {
+    return ((call: ServerCallish, callback?: sendUnaryData<unknown>) => {
+      if (call.request !== UNDECODABLE) return h(call, callback);
+      if (responseStream) call.emit('error', refusal());
+      else callback?.(refusal(), null);
+    }) as Handler;
+  }
+  // A client stream: every message arrives through 'data', so the listeners the library adds are
+  // wrapped on this call; the first undecodable message ends the call.
+  return ((call: ServerCallish, callback?: sendUnaryData<unknown>) => {
+    const on = call.on.bind(call);
+    let refused = false;
+    call.on = (event: string | symbol, listener: (...args: unknown[]) => void) => {
+      if (event !== 'data') return on(event, listener);
+      return on('data', (message: unknown) => {
+        if (message !== UNDECODABLE) return listener(message);
+        if (refused) return;
+        refused = true;
+        if (responseStream) call.emit('error', refusal());
+        else callback?.(refusal(), null);
+      });
+    };
+    return h(call, callback);
+  }) as Handler;
+}
+
+/** What the wrappers touch of grpc-js's server call objects. */
+interface ServerCallish {
+  request?: unknown;
+  on(event: string | symbol, listener: (...args: unknown[]) => void): unknown;
+  emit(event: string | symbol, ...args: unknown[]): boolean;
 }

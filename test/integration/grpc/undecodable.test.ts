@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UNDECODABLE_MESSAGE } from '../../../src/grpc/undecodable.js';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { grpc, handledMetrics, metadataFor, startGrpcAtrium, type GrpcAtrium } from './support.js';
 
@@ -118,4 +119,77 @@ describe('gRPC request message that cannot be decoded', () => {
     expect(result.code).toBe(status.OK);
     expect(result.messages).toBe(1);
   });
+
+  describe('on the services whose handlers come from libraries (health, reflection)', () => {
+    it.each([
+      ['/grpc.health.v1.Health/Check', 'unary'],
+      ['/grpc.health.v1.Health/Watch', 'server_stream'],
+    ] as const)("%s: INVALID_ARGUMENT, not grpc-js's INTERNAL", async (path, kind) => {
+      const result = await rawPathCall(raw, path, kind, BAD);
+      expect(result).toEqual({ code: status.INVALID_ARGUMENT, details: UNDECODABLE_MESSAGE, messages: 0 });
+    });
+
+    it.each(['v1', 'v1alpha'])(
+      'reflection %s: an undecodable message ends the stream with INVALID_ARGUMENT; a good one is still answered',
+      async (version) => {
+        const path = `/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`;
+        const bad = await bidiCall(raw, path, [BAD]);
+        expect(bad).toEqual({ code: status.INVALID_ARGUMENT, details: UNDECODABLE_MESSAGE, messages: 0 });
+        // ServerReflectionRequest { list_services (7): "" }
+        const good = await bidiCall(raw, path, [Buffer.from([0x3a, 0x00])]);
+        expect(good).toEqual({ code: status.OK, details: expect.any(String), messages: 1 });
+      },
+    );
+
+    it('a well-formed health Check is still answered', async () => {
+      const result = await rawPathCall(raw, '/grpc.health.v1.Health/Check', 'unary', Buffer.alloc(0));
+      expect(result).toEqual({ code: status.OK, details: expect.any(String), messages: 1 });
+    });
+  });
 });
+
+function rawPathCall(
+  client: grpc.Client,
+  path: string,
+  kind: 'unary' | 'server_stream',
+  bytes: Buffer,
+): Promise<{ code: number; details: string; messages: number }> {
+  return new Promise((resolve) => {
+    let messages = 0;
+    const call =
+      kind === 'unary'
+        ? client.makeUnaryRequest(path, identity, identity, bytes, new grpc.Metadata(), (err) => {
+            if (!err) messages += 1;
+          })
+        : client.makeServerStreamRequest(path, identity, identity, bytes, new grpc.Metadata(), {
+            deadline: Date.now() + 2_000,
+          });
+    if (kind === 'server_stream') {
+      (call as grpc.ClientReadableStream<Buffer>).on('data', () => (messages += 1));
+      (call as grpc.ClientReadableStream<Buffer>).on('error', () => undefined);
+    }
+    call.on('status', (s: grpc.StatusObject) =>
+      setImmediate(() => resolve({ code: s.code, details: s.details, messages })),
+    );
+  });
+}
+
+function bidiCall(
+  client: grpc.Client,
+  path: string,
+  messages: Buffer[],
+): Promise<{ code: number; details: string; messages: number }> {
+  return new Promise((resolve) => {
+    let received = 0;
+    const call = client.makeBidiStreamRequest(path, identity, identity, new grpc.Metadata(), {
+      deadline: Date.now() + 2_000,
+    });
+    call.on('data', () => (received += 1));
+    call.on('error', () => undefined);
+    call.on('status', (s: grpc.StatusObject) =>
+      setImmediate(() => resolve({ code: s.code, details: s.details, messages: received })),
+    );
+    for (const m of messages) call.write(m);
+    call.end();
+  });
+}
