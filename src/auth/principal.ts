@@ -14,7 +14,7 @@ export interface Principal extends Actor {
   /** The OAuth client the token was issued to, when there is one. */
   clientId: string | null;
   tokenExpiresAt: Date | null;
-  /** What rate limits and complexity budgets count against. */
+  /** What rate limits count against (per key, or per token subject); GraphQL budgets count per user. */
   rateLimitKey: string;
 }
 

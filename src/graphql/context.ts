@@ -50,7 +50,10 @@ export function createContext(
     loaders: createLoaders(services, principal),
     requestId,
     signal,
-    budgetKey: principal ? principal.rateLimitKey : `anon:${extras.address ?? 'unknown'}`,
+    // Per user, as the spec's "complexity budget per user" says: all of a user's keys and tokens
+    // spend from one budget (rate limits, unlike it, count per key). A client acting for itself is
+    // its own caller.
+    budgetKey: principal ? `${principal.kind}:${principal.id}` : `anon:${extras.address ?? 'unknown'}`,
     commentFeed: extras.commentFeed,
     recheck: extras.recheck,
   };

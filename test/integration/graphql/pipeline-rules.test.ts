@@ -54,8 +54,8 @@ describe('GraphQL pipeline rules on every transport', () => {
       expect(a.errors![0]!.message).toBe('The query costs 1160 points; at most 1000 are allowed.');
     });
 
-    it('spends the per-caller budget of 10,000 points, then answers RATE_LIMITED with retryAfter 60', async () => {
-      const { key: own } = await server.atrium.caller({ handle: `budget${transport.toLowerCase()}` });
+    it('spends the per-user budget of 10,000 points, then answers RATE_LIMITED with retryAfter 60', async () => {
+      const { key: own, userId } = await server.atrium.caller({ handle: `budget${transport.toLowerCase()}` });
       // 928 points each: ten fit in 10,000, the eleventh does not.
       for (let i = 0; i < 10; i++) {
         const ok = await runOver(transport, server.base, { query: aliased(4) }, { 'x-api-key': own });
@@ -65,7 +65,18 @@ describe('GraphQL pipeline rules on every transport', () => {
       expect(refused.data).toBeUndefined();
       expect(codesOf(refused)).toEqual(['RATE_LIMITED']);
       expect(refused.errors![0]!.extensions!.retryAfter).toBe(60);
-      // Another caller's budget is untouched.
+      // The same user's other credentials spend from the same budget: a second key, and a token.
+      const second = await server.atrium.services.apiKeys.create({ userId, tier: 'enterprise' });
+      const { token } = await server.atrium.services.oauth!.tokens.issue({
+        subject: userId,
+        clientId: `cli_budget${transport.toLowerCase()}`,
+        scope: ['content:read'],
+      });
+      for (const headers of [{ 'x-api-key': second.key }, { authorization: `Bearer ${token}` }]) {
+        const same = await runOver(transport, server.base, { query: aliased(4) }, headers);
+        expect(codesOf(same)).toEqual(['RATE_LIMITED']);
+      }
+      // Another user's budget is untouched.
       const other = await runOver(transport, server.base, { query: aliased(4) }, { 'x-api-key': key });
       expect(other.errors).toBeUndefined();
     });
