@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../../src/graphql/pipeline/persisted.js';
 import type { TestAtrium } from '../../helpers/atrium.js';
 import { type Answer, codesOf, runOver, TRANSPORTS } from './transports.js';
-import { listeningAtrium } from './support.js';
+import { SUBSCRIPTION_BY_GET_MESSAGE } from '../../../src/graphql/pipeline/get-queries-only.js';
+import { authorWithPost, listeningAtrium } from './support.js';
 
 /**
  * One error shape whatever runs the operation and whatever carries it: a bad variable is refused
@@ -153,6 +154,45 @@ describe('errors over WebSocket and SSE have the shape they have over HTTP', () 
         },
       ],
     });
+  });
+
+  it.each(['text/event-stream', 'application/json', 'application/graphql-response+json'])(
+    'GET /graphql: a subscription is 405 BAD_REQUEST (GET runs queries only), under Accept %s',
+    async (accept) => {
+      const { postId, key } = await authorWithPost(server.atrium, `subget${accept.length}`, 'Sub by GET');
+      const query = encodeURIComponent(`subscription { commentAdded(postId: "${postId}") { id } }`);
+      const res = await fetch(`${server.base}/graphql?query=${query}`, {
+        headers: { accept, 'x-api-key': key },
+        signal: AbortSignal.timeout(5_000),
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+      const refusal = {
+        errors: [{ message: SUBSCRIPTION_BY_GET_MESSAGE, extensions: { code: 'BAD_REQUEST' } }],
+      };
+      if (accept === 'text/event-stream') {
+        // As Yoga answers a mutation by GET under this Accept: the refusal as the stream's one event.
+        expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+        expect(await res.text()).toBe(
+          `:\n\nevent: next\ndata: ${JSON.stringify(refusal)}\n\nevent: complete\ndata:\n\n`,
+        );
+      } else {
+        expect(await res.json()).toEqual(refusal);
+      }
+    },
+  );
+
+  it('GET /graphql/stream still serves a subscription (graphql-sse, a separate endpoint)', async () => {
+    const { postId, key } = await authorWithPost(server.atrium, 'subgetstream', 'Sub by GET stream');
+    const query = encodeURIComponent(`subscription { commentAdded(postId: "${postId}") { id } }`);
+    const controller = new AbortController();
+    const res = await fetch(`${server.base}/graphql/stream?query=${query}`, {
+      headers: { accept: 'text/event-stream', 'x-api-key': key },
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    controller.abort();
   });
 
   it.each(['POST', 'GET', 'SSE'] as const)(
