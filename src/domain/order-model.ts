@@ -75,6 +75,17 @@ export interface OrderPage {
   nextCursor: string | null;
 }
 
+export interface ItemsQuery {
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface ItemPage {
+  items: OrderItem[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
 /** An item as webhooks and the v2 REST API show it. */
 export function orderItemData(item: OrderItem) {
   return {

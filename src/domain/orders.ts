@@ -11,6 +11,8 @@ import { isId, newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
 import {
   type CreateOrderInput,
+  type ItemPage,
+  type ItemsQuery,
   type ListOrdersQuery,
   MAX_ITEMS,
   type Order,
@@ -184,6 +186,24 @@ export class OrderService {
       });
     }
     return out;
+  }
+
+  /**
+   * One page of an order's items, oldest first. Item ids grow with time, so the cursor (signed, for
+   * this order's list) holds the last id sent and the next page is the items after it: an item
+   * removed between pages moves nothing.
+   */
+  async listItems(actor: Actor, orderId: string, query: ItemsQuery): Promise<ItemPage> {
+    const order = await this.get(actor, orderId);
+    const scope = `items:${order.id}`;
+    const after = query.cursor === undefined ? undefined : this.deps.cursors.decode(scope, query.cursor);
+    const rest = after ? order.items.filter((i) => i.id > after.id) : order.items;
+    const items = rest.slice(0, query.limit);
+    const hasMore = rest.length > query.limit;
+    const last = items[items.length - 1];
+    const nextCursor =
+      hasMore && last ? this.deps.cursors.encode(scope, { id: last.id, createdAt: '' }) : null;
+    return { items, hasMore, nextCursor };
   }
 
   async getItem(actor: Actor, orderId: string, itemId: string): Promise<OrderItem> {

@@ -260,8 +260,8 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
       const res = await items(order.id);
       expect(res.statusCode).toBe(200);
       expect(res.json().data).toEqual(order.items);
-      // The list envelope, as every list has it; an order's items always fit one page.
-      expect(res.json().pagination).toEqual({ has_more: false, next_cursor: null, limit: 50 });
+      // The list envelope, as every list has it, with the default page size of every list.
+      expect(res.json().pagination).toEqual({ has_more: false, next_cursor: null, limit: 20 });
       const first = (order.items as Array<{ id: string }>)[0]!;
       const one = await request(
         shop.atrium,
@@ -275,6 +275,67 @@ describe('changing orders: PATCH, PUT, DELETE and line items', () => {
           .statusCode,
       ).toBe(404);
       expect((await items(order.id, stranger)).statusCode).toBe(403);
+    });
+
+    it('pages the items like every list: limit 1 to 100 (default 20), cursor to resume, oldest first', async () => {
+      const body = orderBody(shop.cat, {
+        items: Array.from({ length: 25 }, (_, i) => ({ product_id: shop.cat.widget, quantity: i + 1 })),
+      });
+      const order = await createOrder(shop.atrium, shop.owner, body);
+      const all = order.items as Array<{ id: string; quantity: number }>;
+      expect(all.map((i) => i.quantity)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+
+      const first = await items(order.id);
+      expect(first.json().data).toEqual(all.slice(0, 20));
+      expect(first.json().pagination).toMatchObject({ has_more: true, limit: 20 });
+      const cursor = first.json().pagination.next_cursor as string;
+      const second = await request(
+        shop.atrium,
+        'GET',
+        `/api/v2/orders/${order.id}/items?cursor=${cursor}`,
+        shop.owner,
+      );
+      expect(second.json()).toEqual({
+        data: all.slice(20),
+        pagination: { has_more: false, next_cursor: null, limit: 20 },
+      });
+
+      // Page by page with limit=10: every item once, in order; an item removed meanwhile moves nothing.
+      const seen: unknown[] = [];
+      let next: string | null = null;
+      do {
+        const query: string = `limit=10${next ? `&cursor=${next}` : ''}`;
+        const page = await request(
+          shop.atrium,
+          'GET',
+          `/api/v2/orders/${order.id}/items?${query}`,
+          shop.owner,
+        );
+        expect(page.statusCode).toBe(200);
+        expect(page.json().data.length).toBeLessThanOrEqual(10);
+        if (seen.length === 0) expect((await removeItem(order.id, all[0]!.id)).statusCode).toBe(204);
+        seen.push(...page.json().data);
+        next = page.json().pagination.next_cursor;
+      } while (next);
+      expect(seen).toEqual(all);
+
+      for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'cursor=', 'cursor=not-a-cursor!']) {
+        const res = await request(shop.atrium, 'GET', `/api/v2/orders/${order.id}/items?${bad}`, shop.owner);
+        expect(res.statusCode, bad).toBe(400);
+        expect(res.json().error, bad).toBe('validation_error');
+      }
+      // A cursor is bound to its order's list.
+      const other = await fresh();
+      const elsewhere = await request(
+        shop.atrium,
+        'GET',
+        `/api/v2/orders/${other.id}/items?cursor=${cursor}`,
+        shop.owner,
+      );
+      expect(elsewhere.statusCode).toBe(400);
+      expect(elsewhere.json().details).toEqual([
+        expect.objectContaining({ field: 'cursor', code: 'invalid_cursor' }),
+      ]);
     });
 
     it('adds an item at the catalogue price: 201, Location, totals updated, order.updated', async () => {

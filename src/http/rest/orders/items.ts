@@ -2,7 +2,14 @@ import { MAX_ITEMS } from '../../../domain/order-model.js';
 import { Page, standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { itemInput } from './input.js';
-import { errorResponse, ItemParams, NoContent, OrderItemInputSchema, OrderParams } from './schemas.js';
+import {
+  errorResponse,
+  ItemParams,
+  ItemsListQuery,
+  NoContent,
+  OrderItemInputSchema,
+  OrderParams,
+} from './schemas.js';
 
 const notFound = errorResponse('No order, or no item with this id in the order.');
 const stateConflict = errorResponse('The order is no longer PENDING, or the item is its last one.');
@@ -17,23 +24,26 @@ export function registerItems({ app, services, version }: RouteContext): void {
       onRequest: authOn(services, 'orders:read'),
       config: { readOnly: true },
       schema: {
-        ...docs(version, 'List the items of an order'),
+        ...docs(
+          version,
+          'List the items of an order',
+          `Oldest first, paged like every list (limit 1 to 100, default 20; an order holds at most ${MAX_ITEMS}). ` +
+            'The cursor is bound to the order it came from; using it elsewhere is 400.',
+        ),
         params: OrderParams,
-        response: {
-          200: {
-            ...Page(version.itemSchema),
-            description: `Every item, oldest first, in one page: an order holds at most ${MAX_ITEMS}.`,
-          },
-          ...standardErrors,
-          404: notFound,
-        },
+        querystring: ItemsListQuery,
+        response: { 200: Page(version.itemSchema), ...standardErrors, 404: notFound },
       },
     },
     async (request) => {
-      const order = await services.core.orders.get(actorOf(request), request.params.order_id);
+      const limit = request.query.limit ?? 20;
+      const page = await services.core.orders.listItems(actorOf(request), request.params.order_id, {
+        limit,
+        cursor: request.query.cursor,
+      });
       return {
-        data: order.items.map(version.item),
-        pagination: { has_more: false, next_cursor: null, limit: MAX_ITEMS },
+        data: page.items.map(version.item),
+        pagination: { has_more: page.hasMore, next_cursor: page.nextCursor, limit },
       };
     },
   );

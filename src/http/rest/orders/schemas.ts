@@ -138,6 +138,11 @@ export const ListQuery = Type.Object({
   ),
 });
 
+export const ItemsListQuery = Type.Object({
+  limit: Type.Optional(LimitQuery),
+  cursor: Type.Optional(CursorQuery),
+});
+
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
