@@ -7,6 +7,7 @@ import type { Clock } from './clock.js';
 import { iso, unixSeconds } from './clock.js';
 import type { CursorCodec } from './cursor.js';
 import { newEventId } from './ids.js';
+import { eventDataText } from './event-data.js';
 
 /** What every domain service is built from. The composition root makes one of these. */
 export interface CoreDeps {
@@ -16,8 +17,11 @@ export interface CoreDeps {
   cursors: CursorCodec;
 }
 
-/** The webhook payload schema version carried by every event. */
-export const API_VERSION = '2026-11-01';
+/**
+ * The webhook payload schema version carried by every event: 2026-11-28 sends the timestamps inside
+ * `data` as Unix seconds (./event-data.ts); 2026-11-01 sent them as ISO 8601 strings.
+ */
+export const API_VERSION = '2026-11-28';
 
 export interface Tx {
   readonly db: Transaction<Database> | Db;
@@ -47,7 +51,7 @@ export async function inTransaction<T>(deps: CoreDeps, work: (tx: Tx) => Promise
             type,
             api_version: API_VERSION,
             owner_id: ownerId,
-            data: JSON.stringify(data),
+            data: eventDataText(data),
             created: unixSeconds(now),
             created_at: iso(now),
             dispatched_at: null,

@@ -10,6 +10,7 @@ import { newSigningSecret, ROTATION_OVERLAP_MS } from './signing.js';
 import { testEventData } from './test-events.js';
 import { checkTargetUrl } from './target-url.js';
 import { type EndpointRow, type EndpointView, endpointView } from './views.js';
+import { eventDataText } from '../domain/event-data.js';
 
 /** Every type, now and later: the default subscription. */
 export const ALL_EVENTS = '*';
@@ -255,7 +256,7 @@ export class WebhookEndpoints {
       type,
       api_version: API_VERSION,
       owner_id: endpoint.user_id,
-      data: JSON.stringify(testEventData(type, endpoint.user_id, now)),
+      data: eventDataText(testEventData(type, endpoint.user_id, now)),
       created: unixSeconds(now),
       created_at: iso(now),
       dispatched_at: null,

@@ -192,7 +192,7 @@ describe('UserService', () => {
       expect(rows).toHaveLength(1);
       const row = rows[0]!;
       expect(row.id).toMatch(/^evt_/);
-      expect(row.api_version).toBe('2026-11-01');
+      expect(row.api_version).toBe('2026-11-28');
       expect(row.dispatched_at).toBeNull();
       expect(row.created).toBe(Math.floor(Date.parse(row.created_at) / 1000));
       expect(JSON.parse(row.data)).toMatchObject({

@@ -76,14 +76,14 @@ describe('envelope', () => {
       type: 'order.created',
       created: 1700000000,
       data: '{"x":"é"}',
-      api_version: '2026-11-01',
+      api_version: '2026-11-28',
     });
     expect(JSON.parse(body)).toEqual({
       id,
       type: 'order.created',
       created: 1700000000,
       data: { x: 'é' },
-      api_version: '2026-11-01',
+      api_version: '2026-11-28',
     });
   });
 

@@ -131,7 +131,7 @@ describe('gRPC StreamUserActivity: the last 20, then only what is new', () => {
         .values({
           id: late,
           type: 'user.updated',
-          api_version: '2026-11-01',
+          api_version: '2026-11-28',
           owner_id: member.userId,
           data: JSON.stringify({ object: { id: member.userId }, changed: ['name'] }),
           created: Math.floor(lateMs / 1000),

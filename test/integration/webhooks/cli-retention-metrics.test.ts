@@ -69,7 +69,7 @@ describe('atrium webhooks (command line)', () => {
       created: number;
       api_version: string;
     };
-    expect(queued).toMatchObject({ type: 'payment.failed', api_version: '2026-11-01' });
+    expect(queued).toMatchObject({ type: 'payment.failed', api_version: '2026-11-28' });
     expect(queued.id).toMatch(/^evt_[0-9a-f]+$/);
 
     const badType = await runCli(['webhooks', 'send-test', endpoint.id, '--type', 'order.shipped'], env);

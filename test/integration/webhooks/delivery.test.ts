@@ -301,7 +301,7 @@ describe('an endpoint deleted mid-attempt', () => {
       event: {
         id: 'evt_00',
         type: 'order.created',
-        api_version: '2026-11-01',
+        api_version: '2026-11-28',
         created: 0,
         data: '{}',
         created_at: '',

@@ -178,12 +178,28 @@ describe('send-test samples are whole instances of their type’s documented dat
       expect(order.status).toBe(status);
       if (type === 'order.refunded') {
         expect(order.refunded).toBe(true);
-        expect(order.refunded_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/));
+        // Webhook timestamps are integer Unix seconds (REST's are ISO 8601 strings).
+        expect(Number.isInteger(order.refunded_at)).toBe(true);
+        expect(Math.abs(Number(order.refunded_at) - Date.now() / 1000)).toBeLessThan(600);
       } else {
         expect(order).toMatchObject({ refunded: false, refunded_at: null });
       }
     },
   );
+
+  it('timestamps inside the data of a real event are integer Unix seconds; REST shows the same times as ISO strings', async () => {
+    const real = await realEventData(who.userId, 'order.created');
+    expect(real.id).toBe(realOrder.id);
+    const seconds = (iso: unknown) => Math.floor(Date.parse(String(iso)) / 1000);
+    expect(real.created_at).toBe(seconds(realOrder.created_at));
+    expect(real.updated_at).toBe(seconds(realOrder.updated_at));
+    expect(real.refunded_at).toBeNull();
+    expect(realOrder.created_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/));
+    // What the receiver got is the stored text: no ISO time anywhere in a delivered body.
+    const delivered = receiver.at('/samples').map((r) => r.raw);
+    expect(delivered.length).toBeGreaterThan(0);
+    for (const raw of delivered) expect(raw).not.toMatch(/"\d{4}-\d\d-\d\dT\d\d:\d\d/);
+  });
 
   it('user.updated: { object: the user, changed: [fields] } as a real change writes it, marked test: true', async () => {
     const admin = await atrium.caller({ role: 'admin' });
@@ -203,5 +219,11 @@ describe('send-test samples are whole instances of their type’s documented dat
     expect(object.id).not.toBe(who.userId);
     expect(object.organization_id).toMatch(/^org_[0-9a-z]{26}$/);
     expect(rest.changed).toEqual(['name']);
+    // The user's created_at in Unix seconds, in the real event and in the sample alike.
+    const renamedAt = Math.floor(
+      Date.parse(String((renamed.body as { created_at: string }).created_at)) / 1000,
+    );
+    expect((real.object as Record<string, unknown>).created_at).toBe(renamedAt);
+    expect(Number.isInteger(object.created_at)).toBe(true);
   });
 });

@@ -114,7 +114,7 @@ export const EventEnvelopeSchema = Type.Object(
     type: Type.String({ examples: ['order.created'] }),
     created: Type.Integer({ description: 'Unix seconds.' }),
     data: Type.Object({}, { additionalProperties: true }),
-    api_version: Type.String({ examples: ['2026-11-01'] }),
+    api_version: Type.String({ examples: ['2026-11-28'] }),
   },
   { description: 'The envelope exactly as it is delivered.' },
 );
