@@ -128,9 +128,9 @@ describeBrowser('signing in through /authorize in a real browser', () => {
     expect(login?.status()).toBe(200);
     await expect(page.title()).resolves.toBe('Sign in · Atrium');
     expect(await page.textContent('main')).toContain('Third Party Reader');
-    // The browser really holds the CSRF cookie (HttpOnly, SameSite=Strict, not Secure on http).
+    // The browser really holds the CSRF cookie (HttpOnly, SameSite=Lax, not Secure on http).
     const [cookie] = await context.cookies(server.url);
-    expect(cookie).toMatchObject({ name: 'atrium_csrf', httpOnly: true, sameSite: 'Strict', secure: false });
+    expect(cookie).toMatchObject({ name: 'atrium_csrf', httpOnly: true, sameSite: 'Lax', secure: false });
 
     await page.fill('#username', handle);
     await page.fill('#password', PASSWORD);
@@ -226,6 +226,70 @@ describeBrowser('signing in through /authorize in a real browser', () => {
     } finally {
       await attacker.close();
     }
+  }, 60_000);
+
+  it('signs in from the older of two tabs, both opened from a client on another site', async () => {
+    // A client's page on another site (localhost, against the server's 127.0.0.1) links to
+    // /authorize; the person opens it twice, then signs in in the first tab. A SameSite=Strict
+    // cookie was not sent on those cross-site navigations, so the second tab's cookie replaced the
+    // first's and the first tab's form was refused as "from another site".
+    const { url, state } = await authorizationUrl();
+    const clientSite = await startSite(
+      'localhost',
+      () =>
+        `<!doctype html><title>Client home</title><a id="signin" href="${url.replace(/&/g, '&amp;')}">Sign in</a>`,
+    );
+    try {
+      const openTab = async (tab: Page) => {
+        await tab.goto(`${clientSite.origin}/`);
+        await Promise.all([tab.waitForURL(`${server.url}/authorize?**`), tab.click('#signin')]);
+        await expect(tab.title()).resolves.toBe('Sign in · Atrium');
+      };
+      await openTab(page);
+      const second = await context.newPage();
+      await openTab(second);
+
+      await page.fill('#username', handle);
+      await page.fill('#password', PASSWORD);
+      expect(await submit('button[type=submit]')).toBe(200);
+      await expect(page.title()).resolves.toBe('Allow access · Atrium');
+      await Promise.all([page.waitForURL(`${redirectUri}?**`), submit('button[value=approve]')]);
+      const back = new URL(page.url());
+      expect(back.searchParams.get('state')).toBe(state);
+      expect(back.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    } finally {
+      await clientSite.close();
+    }
+  }, 60_000);
+
+  it('sends a login page opened at another name for the server (localhost) to AUTH_URL, where signing in works', async () => {
+    const { url, state } = await authorizationUrl();
+    const alias = url.replace('http://127.0.0.1:', 'http://localhost:');
+    expect(alias).not.toBe(url);
+    expect((await page.goto(alias))?.status()).toBe(200);
+    await page.fill('#username', handle);
+    await page.fill('#password', PASSWORD);
+    // The form cannot be accepted there (its origin is not AUTH_URL's); it is not refused as a
+    // foreign site's either: the same request, at AUTH_URL.
+    const [landed] = await Promise.all([
+      page.waitForRequest((r) => r.url().startsWith(`${server.url}/authorize?`)),
+      page.click('button[type=submit]'),
+    ]);
+    const posted = landed.redirectedFrom();
+    expect(posted?.method()).toBe('POST');
+    expect(posted?.url()).toBe(alias.split('?')[0]);
+    expect((await posted?.response())?.status()).toBe(302);
+    await page.waitForURL(`${server.url}/authorize?**`);
+    expect(new URL(page.url()).searchParams.get('state')).toBe(state);
+    expect(new URL(page.url()).searchParams.get('password')).toBeNull();
+    await expect(page.title()).resolves.toBe('Sign in · Atrium');
+    expect(receiver.hits).toHaveLength(0);
+
+    await page.fill('#username', handle);
+    await page.fill('#password', PASSWORD);
+    expect(await submit('button[type=submit]')).toBe(200);
+    await Promise.all([page.waitForURL(`${redirectUri}?**`), submit('button[value=approve]')]);
+    expect(new URL(page.url()).searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{20,}$/);
   }, 60_000);
 
   it('renders the error page, and never redirects, for an unknown client or an inexact redirect URI', async () => {

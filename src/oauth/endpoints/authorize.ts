@@ -50,6 +50,10 @@ class AuthorizationFlow {
     private readonly tickets: LoginTickets,
   ) {}
 
+  private get authOrigin(): string {
+    return new URL(this.oauth.config.authUrl).origin;
+  }
+
   async show(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const params = Params.fromSearch(new URL(request.url, 'http://localhost').searchParams);
     const checked = await this.validate(params, reply);
@@ -67,6 +71,15 @@ class AuthorizationFlow {
     const authz = checked.value;
 
     const csrf = this.csrf.verify(request, params.get(CSRF_FIELD));
+    if (!csrf.ok && csrf.reason === 'other_address') {
+      // The page was opened at another name for this server: the same request at AUTH_URL, where
+      // the form can be sent (otherwise every sign-in there failed, and said "another site").
+      const canonical = new URL(`${this.oauth.config.authUrl}/authorize`);
+      for (const [name, value] of Object.entries(authz.carried)) {
+        if (value !== undefined) canonical.searchParams.set(name, value);
+      }
+      return redirect(reply, canonical.href);
+    }
     if (!csrf.ok) {
       const error = 'This form expired or was sent from another site. Please sign in again.';
       return this.loginPage(request, reply, authz, 403, { error });
@@ -185,7 +198,7 @@ class AuthorizationFlow {
       username: extra.username,
       error: extra.error,
     });
-    return sendPage(reply, status, html, authz.redirectUri);
+    return sendPage(reply, status, html, authz.redirectUri, this.authOrigin);
   }
 
   private async consentPage(s: Submission, user: User, scope: string[]): Promise<FastifyReply> {
@@ -201,7 +214,7 @@ class AuthorizationFlow {
       scopes: scope.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
       fields: { ...s.authz.carried, [CSRF_FIELD]: token, [TICKET_FIELD]: ticket },
     });
-    return sendPage(s.reply, 200, html, s.authz.redirectUri);
+    return sendPage(s.reply, 200, html, s.authz.redirectUri, this.authOrigin);
   }
 
   /** Back to the client with the response, its `state` and our `iss` (RFC 9207). */

@@ -7,10 +7,12 @@ import { errorPage, unavailablePage } from './html.js';
 /**
  * No script anywhere; styles only from this origin; the form may post only here and, because
  * browsers apply form-action to the redirect that follows a submission, to the client's redirect
- * URI; no framing (clickjacking); no <base> tricks.
+ * URI and to AUTH_URL's origin (`authOrigin`: a page opened at another name for this server is sent
+ * there); no framing (clickjacking); no <base> tricks.
  */
-export function contentSecurityPolicy(redirectUri: string | undefined): string {
+export function contentSecurityPolicy(redirectUri: string | undefined, authOrigin?: string): string {
   const formTargets = ["'self'"];
+  if (authOrigin) formTargets.push(authOrigin);
   if (redirectUri) {
     const url = new URL(redirectUri);
     formTargets.push(url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol);
@@ -29,11 +31,12 @@ export function sendPage(
   status: number,
   html: string,
   redirectUri?: string,
+  authOrigin?: string,
 ): FastifyReply {
   return (
     reply
       .code(status)
-      .header('Content-Security-Policy', contentSecurityPolicy(redirectUri))
+      .header('Content-Security-Policy', contentSecurityPolicy(redirectUri, authOrigin))
       .header('Cache-Control', 'no-store')
       .header('Pragma', 'no-cache')
       // Not no-referrer: under it a browser posts the form with `Origin: null`, which the CSRF check
