@@ -44,7 +44,7 @@ export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:
     return {
       limiter: failFast(sharedHealth, new RedisSlidingWindowLimiter(redis, `${keyPrefix}rl:`)),
       cache,
-      broadcast: new RedisBroadcast(redis, `${keyPrefix}bc:`, sharedHealth),
+      broadcast: new RedisBroadcast(redis, broadcastPrefix(redis, keyPrefix), sharedHealth),
       sharedHealth,
       flushCacheInvalidations: (waitMs) => cache.flush(waitMs),
     };
@@ -56,4 +56,15 @@ export function createSharedState(redis: Redis | undefined, keyPrefix = 'atrium:
     sharedHealth: new SharedStateHealth(undefined),
     flushCacheInvalidations: async () => 0,
   };
+}
+
+/**
+ * Keys live in REDIS_URL's database, but pub/sub channels are one namespace for the whole Redis
+ * server, whatever the database. Deployments that share a server under different database numbers
+ * would hear each other's broadcasts (and act on each other's catch-up signals), so the channels of
+ * a database other than 0 carry its number. Database 0 keeps the names it always had.
+ */
+export function broadcastPrefix(redis: Redis, keyPrefix: string): string {
+  const db = Number(redis.options.db ?? 0);
+  return db === 0 ? `${keyPrefix}bc:` : `${keyPrefix}db${db}:bc:`;
 }
