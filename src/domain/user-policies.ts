@@ -1,6 +1,6 @@
 import type { Actor } from './actor.js';
 import { isAdmin } from './actor.js';
-import { forbidden } from './errors.js';
+import { DomainError, forbidden } from './errors.js';
 
 /**
  * Who may see and change users and organizations. Every surface (REST, GraphQL, gRPC, CLI) asks
@@ -15,6 +15,21 @@ export function mayReadUser(viewer: Viewer, userId: string): boolean {
 
 export function assertMayReadUser(viewer: Viewer, userId: string): void {
   if (!mayReadUser(viewer, userId)) throw forbidden('You may read only your own user record.');
+}
+
+/**
+ * Listing users (GraphQL `users`, gRPC `ListUsers`) takes a caller: anyone signed in sees the public
+ * profiles, but an anonymous caller may not enumerate the accounts. The spec requires a caller for
+ * `me` only and leaves the list open; REST reads a user only for an authenticated caller, and the
+ * list follows that, not the looser reading.
+ */
+export function assertMayListUsers(viewer: Viewer): asserts viewer is Actor {
+  if (viewer === null) {
+    throw new DomainError(
+      'unauthenticated',
+      'Authentication required: send X-API-Key or Authorization: Bearer.',
+    );
+  }
 }
 
 /**

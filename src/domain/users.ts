@@ -16,6 +16,7 @@ import type { RequestUsers } from './request-users.js';
 import type { OrganizationService } from './organizations.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import {
+  assertMayListUsers,
   ADMIN_ONLY_UPDATE,
   assertMayDeleteUser,
   assertMayReadUser,
@@ -330,7 +331,8 @@ export class UserService {
    * or made up) still marks a place: the page starts after it. A cursor that cannot be a user id
    * is refused (`invalid_cursor`), not read as "from the start".
    */
-  async page(query: PageQuery): Promise<User[]> {
+  async page(viewer: Viewer, query: PageQuery): Promise<User[]> {
+    assertMayListUsers(viewer);
     const problems = this.pageProblems(query);
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_USERS_PAGE) {
       problems.add('limit', `limit must be an integer from 1 to ${MAX_USERS_PAGE}`, 'range_error');

@@ -43,7 +43,11 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
         core.users.pageProblems({ role, cursor }, problems).throwIfAny();
         let remaining = request.limit > 0 ? request.limit : Infinity;
         while (remaining > 0 && !ctx.signal.aborted) {
-          const page = await core.users.page({ role, cursor, limit: Math.min(LIST_PAGE_SIZE, remaining) });
+          const page = await core.users.page(ctx.actor, {
+            role,
+            cursor,
+            limit: Math.min(LIST_PAGE_SIZE, remaining),
+          });
           for (const user of page) {
             // Waits while the client is not reading: one page in memory at most.
             await send(toUserMessage(user, core.users.visibleEmail(ctx.actor, user)));

@@ -434,7 +434,7 @@ describe('UserService', () => {
       const seen: string[] = [];
       let cursor: string | undefined;
       for (;;) {
-        const page = await t.core.users.page({ role: 'viewer', cursor, limit: 1 });
+        const page = await t.core.users.page(SYSTEM_ACTOR, { role: 'viewer', cursor, limit: 1 });
         if (page.length === 0) break;
         seen.push(...page.map((u) => u.id));
         cursor = page.at(-1)!.id;
@@ -442,15 +442,18 @@ describe('UserService', () => {
       expect(seen).toEqual(all.map((u) => u.id));
       expect([...seen].sort()).toEqual(seen);
       for (const limit of [0, -1, 1.5, 1001]) {
-        expect((await rejection(t.core.users.page({ limit }))).details[0]!.field).toBe('limit');
+        expect((await rejection(t.core.users.page(SYSTEM_ACTOR, { limit }))).details[0]!.field).toBe('limit');
       }
       expect(
-        (await rejection(t.core.users.page({ limit: 5, role: 'owner' as never }))).details[0]!.field,
+        (await rejection(t.core.users.page(SYSTEM_ACTOR, { limit: 5, role: 'owner' as never }))).details[0]!
+          .field,
       ).toBe('role');
-      const badCursor = await rejection(t.core.users.page({ limit: 5, cursor: 'garbage' }));
+      const badCursor = await rejection(t.core.users.page(SYSTEM_ACTOR, { limit: 5, cursor: 'garbage' }));
       expect(badCursor.details).toEqual([
         { field: 'cursor', message: expect.any(String), code: 'invalid_cursor' },
       ]);
+      // The rule is the core's: an anonymous caller may not list users, whatever surface asks.
+      expect((await rejection(t.core.users.page(null, { limit: 5 }))).code).toBe('unauthenticated');
     });
   });
 });

@@ -31,9 +31,8 @@ export const userResolvers = {
     },
     user: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.loaders.user.load(args.id),
     users: async (_: unknown, args: { role?: string | null; limit?: number | null }, ctx: GraphQLContext) => {
-      actorOf(ctx);
       const users = await viaCore(() =>
-        ctx.services.core.users.page({ role: lower(args.role), limit: args.limit ?? 20 }),
+        ctx.services.core.users.page(viewerOf(ctx), { role: lower(args.role), limit: args.limit ?? 20 }),
       );
       for (const u of users) ctx.loaders.user.prime(u.id, u);
       return users;

@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { join } from 'node:path';
@@ -414,7 +415,7 @@ describe.skipIf(skip)('nginx answers in the spec shapes', { timeout: 300_000 }, 
       expect(list.stderr).toBe('');
       expect(list.code).toBe(0);
       const ids = [...list.stdout.matchAll(/"id": "(usr_[^"]+)"/g)].map((m) => m[1]);
-      expect(ids).toEqual((await env.services.core.users.page({ limit: 2 })).map((u) => u.id));
+      expect(ids).toEqual((await env.services.core.users.page(SYSTEM_ACTOR, { limit: 2 })).map((u) => u.id));
     });
   });
 

@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bufCurl, bufMissing, grpc, startGrpcAtrium, type GrpcAtrium, REFLECTED_METHODS } from './support.js';
 
@@ -118,7 +119,7 @@ describe.skipIf(noBuf !== undefined)('gRPC through buf curl and server reflectio
     expect(code).toBe(0);
     // One JSON document per message.
     const ids = [...stdout.matchAll(/"id": "(usr_[^"]+)"/g)].map((m) => m[1]);
-    const expected = (await atrium.services.core.users.page({ limit: 2 })).map((u) => u.id);
+    const expected = (await atrium.services.core.users.page(SYSTEM_ACTOR, { limit: 2 })).map((u) => u.id);
     expect(ids).toEqual(expected);
   });
 });

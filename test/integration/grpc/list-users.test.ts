@@ -68,9 +68,9 @@ describe('gRPC ListUsers: a server stream', () => {
     // Observes (does not replace) the core's page reads, to see how far the server has read ahead.
     const users = atrium.services.core.users;
     const page = users.page.bind(users);
-    users.page = (query) => {
+    users.page = (viewer, query) => {
       pageCalls += 1;
-      return page(query);
+      return page(viewer, query);
     };
   });
   afterAll(async () => {
