@@ -81,7 +81,7 @@ describe('POST /api/v2/orders', () => {
     expect(amount.statusCode).toBe(400);
   });
 
-  it('writes order.created with the v2 order as data, in the outbox', async () => {
+  it('writes order.created with the v2 order as data (times in Unix seconds), in the outbox', async () => {
     const created = (await post(orderBody(cat))).json();
     const event = await atrium.services.store.db
       .selectFrom('events')
@@ -89,7 +89,13 @@ describe('POST /api/v2/orders', () => {
       .where('type', '=', 'order.created')
       .where('data', 'like', `%${created.id}%`)
       .executeTakeFirstOrThrow();
-    expect(JSON.parse(event.data)).toEqual(created);
+    // The v2 order, its timestamps as Unix seconds (webhook timestamps; REST shows ISO strings).
+    const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000);
+    expect(JSON.parse(event.data)).toEqual({
+      ...created,
+      created_at: seconds(created.created_at),
+      updated_at: seconds(created.updated_at),
+    });
     expect(event.id).toMatch(/^evt_/);
   });
 
