@@ -109,6 +109,11 @@ const isSecured = (operation: Json) =>
   Array.isArray(operation.security) &&
   (operation.security as Json[]).some((requirement) => Object.keys(requirement).length > 0);
 
+const requiredScopes = (operation: Json): string[] =>
+  ((operation.security ?? []) as Json[]).flatMap((requirement) =>
+    Object.values(requirement).flatMap((scopes) => scopes as string[]),
+  );
+
 const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
   description,
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
@@ -142,6 +147,12 @@ export function finishDocument(doc: Json): Json {
       responses['401'] ??= errorResponse(
         'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',
       );
+      // A token (or a viewer's key) can lack the route's scope: the caller step answers 403.
+      if (requiredScopes(operation).length > 0) {
+        responses['403'] ??= errorResponse(
+          '`insufficient_scope`: the credentials lack the route\'s scope (`WWW-Authenticate: Bearer error="insufficient_scope"`).',
+        );
+      }
       responses['429'] = errorResponse('Rate limit exceeded.', 'RateLimitedBody');
       for (const [status, response] of Object.entries(responses)) {
         if (status === '401') continue;

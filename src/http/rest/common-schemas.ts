@@ -53,7 +53,11 @@ export const CursorQuery = Type.String({
 export const standardErrors = {
   400: { ...ErrorBodySchema, description: 'Invalid request fields (validation_error with details).' },
   401: { ...ErrorBodySchema, description: 'Missing, invalid or revoked credentials.' },
-  403: { ...ErrorBodySchema, description: 'Insufficient scope, or the resource belongs to someone else.' },
+  403: {
+    ...ErrorBodySchema,
+    description:
+      "`insufficient_scope`: the credentials lack the route's scope; or `forbidden`: the resource belongs to someone else.",
+  },
   429: { ...RateLimitedBodySchema, description: 'Rate limit exceeded; see Retry-After.' },
   500: { ...ErrorBodySchema, description: 'Unexpected error; the body never carries internals.' },
 };

@@ -6,6 +6,7 @@ import addFormats from 'ajv-formats';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES } from '../../../src/auth/scopes.js';
+import { findAuthTag } from '../../../src/http/docs/security.js';
 import { UpdateUserBody } from '../../../src/http/rest/users/schemas.js';
 import { type RouteModule, ROUTE_MODULES } from '../../../src/http/routes.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
@@ -163,6 +164,82 @@ describe('OpenAPI document and docs pages', () => {
     const op = doc.paths['/v1/users/{user_id}'].get;
     expect(op.security).toEqual([{ apiKey: [] }, { bearerAuth: ['users:read'] }, { oauth2: ['users:read'] }]);
     expect(doc.paths['/v1/users/{user_id}'].patch.security).toContainEqual({ oauth2: ['users:write'] });
+  });
+
+  it('documents, on every operation, the three caller schemes with exactly the scope its caller step enforces', async () => {
+    // The scope a route enforces, read from the route as registered (the tag its caller step
+    // carries), not from a copy: a route whose docs state their own security cannot drift from it.
+    const routeOf = (method: string, path: string) =>
+      recorded.find(
+        (r) =>
+          (Array.isArray(r.method) ? r.method : [r.method]).includes(method.toUpperCase()) &&
+          r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}') === path,
+      );
+    const service = await atrium.services.oauth.clients.create({
+      name: 'Scope walk',
+      scopes: 'content:read content:write',
+    });
+    const tokenFor = async (scope: string) => {
+      const res = await atrium.http!.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: basic(service.client_id, service.client_secret!),
+        },
+        payload: form({ grant_type: 'client_credentials', scope }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().access_token as string;
+    };
+    const tokens = {
+      'content:read': await tokenFor('content:read'),
+      'content:write': await tokenFor('content:write'),
+    };
+
+    const rest = operations(doc).filter(({ op }) => !isTokenServer(op));
+    expect(rest.length).toBeGreaterThan(40);
+    let scoped = 0;
+    for (const { path, method, op } of rest) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const route = routeOf(method, path);
+      expect(route, where).toBeDefined();
+      const tag = findAuthTag(route as unknown as Json);
+      if (!tag) {
+        expect(op.security ?? [], where).toEqual([]);
+        continue;
+      }
+      const scopes = tag.scope ? [tag.scope] : [];
+      const schemes = [{ apiKey: [] }, { bearerAuth: scopes }, { oauth2: scopes }];
+      expect(op.security, where).toEqual(tag.optional ? [{}, ...schemes] : schemes);
+      if (tag.optional) continue;
+
+      // And the route really answers as documented: 401 without credentials, and 403
+      // insufficient_scope naming that same scope for a token that lacks it.
+      const url = path.replace(/\{[^}]+\}/g, 'x');
+      const upper = method.toUpperCase() as 'GET';
+      const anonymous = await atrium.http!.inject({ method: upper, url });
+      expect(anonymous.statusCode, where).toBe(401);
+      if (!tag.scope) continue;
+      scoped += 1;
+      const token = tokens[tag.scope === 'content:read' ? 'content:write' : 'content:read'];
+      const lacking = await atrium.http!.inject({
+        method: upper,
+        url,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(lacking.statusCode, where).toBe(403);
+      expect(lacking.json().error, where).toBe('insufficient_scope');
+      expect(lacking.headers['www-authenticate'], where).toBe(
+        `Bearer error="insufficient_scope", scope="${tag.scope}"`,
+      );
+      const forbidden = op.responses['403'];
+      expect(forbidden?.description, `${where} 403`).toMatch(/insufficient_scope/);
+      expect(forbidden.content['application/json'].schema, `${where} 403`).toEqual({
+        $ref: '#/components/schemas/ErrorBody',
+      });
+    }
+    expect(scoped).toBeGreaterThan(40);
   });
 
   it('documents 401, 429 and the rate-limit headers on every secured operation', () => {

@@ -44,16 +44,16 @@ export function authOn(services: Services, scope: Scope): onRequestAsyncHookHand
   return services.httpAuth.required(scope);
 }
 
-const SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearerAuth: [] }];
-
-/** OpenAPI metadata shared by every order route. */
+/**
+ * OpenAPI metadata shared by every order route. No `security` here: the document takes it from the
+ * route's caller step (authOn), with the scope that step enforces (src/http/docs/security.ts).
+ */
 export function docs(version: ApiVersion, summary: string, description?: string) {
   return {
     tags: [version.deprecated ? 'orders (v1, deprecated)' : 'orders'],
     summary,
     ...(description ? { description } : {}),
     ...(version.deprecated ? { deprecated: true } : {}),
-    security: SECURITY,
   };
 }
 

@@ -187,7 +187,8 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
             400: { ...userApiErrors[400], description: 'Invalid request (error `validation_error`).' },
             403: {
               ...userApiErrors[403],
-              description: 'Not the user themself nor an admin (error `forbidden`).',
+              description:
+                'Not the user themself nor an admin (`forbidden`), or credentials without `users:write` (`insufficient_scope`).',
             },
             404: { ...userApiErrors[404], description: 'No such user (error `not_found`).' },
           },

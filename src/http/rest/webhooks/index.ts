@@ -26,13 +26,8 @@ import {
 } from './schemas.js';
 
 const BASE = '/api/v2/webhook_endpoints';
-const SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearerAuth: [] }];
-const docs = (summary: string, description: string) => ({
-  tags: ['webhooks'],
-  summary,
-  description,
-  security: SECURITY,
-});
+// No `security`: the document takes it, with its scope, from each route's caller step (authOn).
+const docs = (summary: string, description: string) => ({ tags: ['webhooks'], summary, description });
 const notFound = { 404: errorResponse('No endpoint (or delivery, or event) with this id.') };
 
 const page = <T>(p: { data: T[]; hasMore: boolean; nextCursor: string | null }, limit: number) => ({
