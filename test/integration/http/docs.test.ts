@@ -10,7 +10,14 @@ import { findAuthTag } from '../../../src/http/docs/security.js';
 import { UpdateUserBody } from '../../../src/http/rest/users/schemas.js';
 import { type RouteModule, ROUTE_MODULES } from '../../../src/http/routes.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { basic, codeFlowTokens, form, userWithPassword } from '../oauth/support.js';
+import {
+  basic,
+  codeFlowTokens,
+  form,
+  type OAuthTestServer,
+  startOAuthServer,
+  userWithPassword,
+} from '../oauth/support.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -630,5 +637,111 @@ describe('OpenAPI document and docs pages', () => {
       expect(image.headers['content-type'], path).toMatch(/^image\/svg\+xml/);
     }
     expect(page.body).toContain('<link rel="icon" type="image/svg+xml" href="/redoc/favicon.svg">');
+  });
+});
+
+/**
+ * What a client over a real socket gets, against what the document served on that socket says:
+ * every status answered is documented for the operation, and every body matches the schema
+ * documented for that status.
+ */
+describe('the document against the server’s real answers', () => {
+  let server: OAuthTestServer;
+  let doc: Json;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+
+  beforeAll(async () => {
+    server = await startOAuthServer();
+    doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as Json;
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** Calls over HTTP and checks the answer against the operation's documented response. */
+  async function call(method: 'GET' | 'POST', path: string, headers: Record<string, string> = {}) {
+    const res = await fetch(`${server.url}${path}`, { method, headers });
+    const text = await res.text();
+    const where = `${method} ${path} ${res.status}: ${text}`;
+    const responses = doc.paths[path][method.toLowerCase()].responses as Json;
+    const documented = responses[String(res.status)];
+    expect(documented, `${where} is not documented`).toBeDefined();
+    const schema = documented.content?.['application/json']?.schema;
+    expect(schema, `${where} has no documented body`).toBeDefined();
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = JSON.parse(text) as unknown;
+    const validate = ajv.compile(inlined(doc, schema) as Json);
+    expect(validate(body), `${where}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    return { status: res.status, body: body as Json };
+  }
+
+  it('documents every status and body of the protected example routes', async () => {
+    const { atrium } = server;
+    const key = (await atrium.caller()).headers;
+    const viewerKey = (await atrium.caller({ role: 'viewer' })).headers;
+    const app = await atrium.services.oauth.clients.create({
+      name: 'Examples app',
+      redirectUris: ['https://app.example.com/callback'],
+      firstParty: true,
+    });
+    const user = await userWithPassword(atrium);
+    const tokens = await codeFlowTokens(
+      atrium,
+      {
+        client_id: app.client_id,
+        client_secret: app.client_secret,
+        redirect_uri: 'https://app.example.com/callback',
+      },
+      user,
+    );
+    const bearer = { authorization: `Bearer ${tokens.access_token}` };
+    const service = await atrium.services.oauth.clients.create({ name: 'Orders job', scopes: 'orders:read' });
+    const cc = await fetch(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basic(service.client_id, service.client_secret!),
+      },
+      body: form({ grant_type: 'client_credentials' }),
+    });
+    const lacking = { authorization: `Bearer ${((await cc.json()) as Json).access_token}` };
+
+    // GET /api/user/profile
+    expect((await call('GET', '/api/user/profile')).status).toBe(401);
+    const byKey = await call('GET', '/api/user/profile', key);
+    expect(byKey.status).toBe(200);
+    expect(byKey.body.token_expires).toBeNull();
+    const byToken = await call('GET', '/api/user/profile', bearer);
+    expect(byToken.status).toBe(200);
+    expect(byToken.body).toMatchObject({ user_id: user.id, scopes: ['data:export', 'profile:read'] });
+    const noScope = await call('GET', '/api/user/profile', lacking);
+    expect(noScope.status).toBe(403);
+    expect(noScope.body.error).toBe('insufficient_scope');
+
+    // POST /api/data/export: accepted, 202.
+    expect((await call('POST', '/api/data/export')).status).toBe(401);
+    const accepted = await call('POST', '/api/data/export', bearer);
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toEqual({ status: 'accepted', requested_by: user.id, client_id: app.client_id });
+    const acceptedByKey = await call('POST', '/api/data/export', key);
+    expect(acceptedByKey.status).toBe(202);
+    expect(acceptedByKey.body.client_id).toBeNull();
+    // A viewer's key carries the read scopes only.
+    const viewer = await call('POST', '/api/data/export', viewerKey);
+    expect(viewer.status).toBe(403);
+    expect(viewer.body.error).toBe('insufficient_scope');
+    const tokenWithout = await call('POST', '/api/data/export', lacking);
+    expect(tokenWithout.status).toBe(403);
+
+    // What Swagger UI would show as "Undocumented": a success status the document does not list.
+    for (const [path, method, status] of [
+      ['/api/user/profile', 'get', '200'],
+      ['/api/data/export', 'post', '202'],
+    ] as const) {
+      const responses = doc.paths[path][method].responses as Json;
+      const successes = Object.keys(responses).filter((s) => s.startsWith('2'));
+      expect(successes, `${method} ${path}`).toEqual([status]);
+    }
   });
 });
