@@ -155,8 +155,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
   app.setNotFoundHandler((request, reply) => {
     // A path the router knows under other methods is 405 with Allow (RFC 9110 §15.5.6), not 404.
+    // A route that has this method and still calls callNotFound (a missing file under a static
+    // wildcard such as /docs/static/*) found no resource: that is a 404.
     const allow = allowedMethods(app, request.raw.url ?? request.url);
-    if (allow.length > 0) return sendError(request, reply, methodNotAllowed(request.method, allow));
+    if (allow.length > 0 && !allow.includes(request.method)) {
+      return sendError(request, reply, methodNotAllowed(request.method, allow));
+    }
     return sendError(request, reply, Object.assign(new Error('No such route.'), { statusCode: 404 }));
   });
   registerAccessLog(app);

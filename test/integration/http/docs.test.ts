@@ -676,6 +676,38 @@ describe('the document against the server’s real answers', () => {
     return { status: res.status, body: body as Json };
   }
 
+  it('answers 404 not_found for a missing file under /docs/static/, as for any missing resource', async () => {
+    for (const path of [
+      '/docs/static/nonexistent.js',
+      '/docs/static/a%2fb',
+      '/docs/static/nested/missing.css',
+      '/docs/nope',
+      '/oauth/assets/nope.css',
+    ]) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(`${server.url}${path}`, { method });
+        expect(res.status, `${method} ${path}`).toBe(404);
+        expect(res.headers.get('allow'), `${method} ${path}`).toBeNull();
+        if (method === 'HEAD') continue;
+        const body = (await res.json()) as Json;
+        expect(body, path).toEqual({
+          error: 'not_found',
+          message: expect.any(String),
+          request_id: res.headers.get('x-request-id'),
+          details: [],
+        });
+      }
+    }
+    // The files that are there are served, and another method on the path is still 405.
+    const present = await fetch(`${server.url}/docs/static/swagger-ui-bundle.js`);
+    expect(present.status).toBe(200);
+    await present.arrayBuffer();
+    const post = await fetch(`${server.url}/docs/static/nonexistent.js`, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
+    expect(((await post.json()) as Json).error).toBe('method_not_allowed');
+  });
+
   it('documents every status and body of the protected example routes', async () => {
     const { atrium } = server;
     const key = (await atrium.caller()).headers;
