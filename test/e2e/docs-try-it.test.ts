@@ -23,6 +23,7 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
   let apiKey: string;
   let orderId: string;
   let publicClientId: string;
+  let service: { client_id: string; client_secret: string | null };
   let errors: string[];
 
   beforeAll(async () => {
@@ -58,6 +59,12 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
       scopes: ['profile:read', 'orders:read'],
     });
     publicClientId = client.client_id;
+    // A confidential client for the client-credentials flow, acting for the docs user.
+    service = await services.oauth.clients.create({
+      name: 'Docs service',
+      scopes: ['orders:read'],
+      userId,
+    });
   }, 90_000);
 
   afterAll(async () => {
@@ -171,6 +178,32 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
     expect(status).toBe(200);
     expect(body).toMatchObject({ user_id: userId, scopes: ['profile:read'] });
     expect((body as { token_expires: string }).token_expires).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(errors).toEqual([]);
+  }, 90_000);
+
+  it('authorizes with client credentials and lists orders with that token', async () => {
+    await openAuthorize();
+    const box = scheme('clientCredentials');
+    await box.locator('input#client_id_clientCredentials').fill(service.client_id);
+    await box.locator('input#client_secret_clientCredentials').fill(service.client_secret!);
+    await box.locator('label').filter({ hasText: 'orders:read' }).first().click();
+    const [token] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/oauth/token'),
+      box.locator('button.authorize').click(),
+    ]);
+    expect(token.status()).toBe(200);
+    await box.locator('h6', { hasText: 'Authorized' }).waitFor();
+    await page.click('.modal-ux button.btn-done');
+
+    // Swagger UI sends the token only to operations whose security lists the oauth2 scheme.
+    const [request] = await Promise.all([
+      page.waitForRequest((r) => new URL(r.url()).pathname === '/api/v2/orders'),
+      execute('get', '/api/v2/orders').then(({ status, body }) => {
+        expect(status).toBe(200);
+        expect((body as { data: unknown[] }).data).toEqual(expect.any(Array));
+      }),
+    ]);
+    expect(request.headers().authorization).toMatch(/^Bearer \S+$/);
     expect(errors).toEqual([]);
   }, 90_000);
 });
