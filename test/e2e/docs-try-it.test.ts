@@ -206,4 +206,28 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
     expect(request.headers().authorization).toMatch(/^Bearer \S+$/);
     expect(errors).toEqual([]);
   }, 90_000);
+
+  it('calls this server when the page is opened at another name for the host than PUBLIC_URL', async () => {
+    // PUBLIC_URL is http://127.0.0.1:PORT; the same server at http://localhost:PORT is another
+    // origin, which an absolute server URL would send every request to, cross-origin.
+    const local = server.url.replace('127.0.0.1', 'localhost');
+    await page.goto(`${local}/docs/`);
+    await page.waitForSelector('.opblock', { timeout: 30_000 });
+    await openAuthorize();
+    const box = scheme('apiKey');
+    await box.locator('input').first().fill(apiKey);
+    await box.locator('button.authorize').click();
+    await box.locator('h6', { hasText: 'Authorized' }).waitFor();
+    await page.click('.modal-ux button.btn-done');
+
+    const [request] = await Promise.all([
+      page.waitForRequest((r) => new URL(r.url()).pathname === '/api/v2/orders'),
+      execute('get', '/api/v2/orders').then(({ status, body }) => {
+        expect(status).toBe(200);
+        expect((body as { data: { id: string }[] }).data.map((o) => o.id)).toEqual([orderId]);
+      }),
+    ]);
+    expect(new URL(request.url()).origin).toBe(local);
+    expect(errors).toEqual([]);
+  }, 90_000);
 });

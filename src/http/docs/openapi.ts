@@ -34,6 +34,22 @@ const withoutId = (schema: object): Json => {
   return JSON.parse(JSON.stringify(rest)) as Json;
 };
 
+/**
+ * First this server relative to the document (PUBLIC_URL's path), then PUBLIC_URL itself. Swagger
+ * UI and other clients resolve a relative server against the URL they read the document from, so
+ * Try it out calls the origin the page was opened at (http://localhost:3000/docs when PUBLIC_URL
+ * is http://127.0.0.1:3000) instead of another origin that CORS would refuse. PUBLIC_URL stays
+ * listed for a client that read the document from a file. The OAuth flows keep AUTH_URL's
+ * absolute addresses: the issuer and the registered redirect URIs are absolute.
+ */
+export function servers(publicUrl: string): Array<{ url: string; description: string }> {
+  const path = new URL(publicUrl).pathname.replace(/\/+$/, '') || '/';
+  return [
+    { url: path, description: 'This server, at the address the document was read from' },
+    { url: publicUrl, description: 'PUBLIC_URL' },
+  ];
+}
+
 /** The document's fixed parts: info, servers, security schemes and shared components. */
 export function openapiBase(config: Config, version: string): Json {
   const errorBody = withoutId(ErrorBodySchema);
@@ -53,7 +69,7 @@ export function openapiBase(config: Config, version: string): Json {
         '`X-RateLimit-Remaining` and `X-RateLimit-Reset`; over the limit the answer is 429 with ' +
         '`Retry-After`. The token server answers errors with the RFC 6749 body `{ error, error_description }`.',
     },
-    servers: [{ url: config.publicUrl }],
+    servers: servers(config.publicUrl),
     tags: [TOKEN_SERVER_TAG],
     components: {
       securitySchemes: securitySchemes(config.authUrl),

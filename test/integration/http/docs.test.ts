@@ -6,6 +6,7 @@ import addFormats from 'ajv-formats';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES } from '../../../src/auth/scopes.js';
+import { servers } from '../../../src/http/docs/openapi.js';
 import { findAuthTag } from '../../../src/http/docs/security.js';
 import { UpdateUserBody } from '../../../src/http/rest/users/schemas.js';
 import { type RouteModule, ROUTE_MODULES } from '../../../src/http/routes.js';
@@ -128,12 +129,21 @@ describe('OpenAPI document and docs pages', () => {
 
   it('describes the service: info, the public server and the ErrorBody component', () => {
     expect(doc.info).toMatchObject({ title: 'Atrium API', version: expect.any(String) });
-    expect(doc.servers).toEqual([{ url: PUBLIC_URL }]);
+    // Relative first, so Swagger UI calls the origin it was opened at; PUBLIC_URL as well.
+    expect(doc.servers.map((s: Json) => s.url)).toEqual(['/', PUBLIC_URL]);
     expect(doc.components.schemas.ErrorBody).toMatchObject({
       type: 'object',
       required: ['error', 'message', 'request_id', 'details'],
     });
     expect(doc.components.schemas.ErrorDetail.required).toEqual(['field', 'message', 'code']);
+  });
+
+  it('keeps the path of a PUBLIC_URL behind a prefix in the relative server', () => {
+    expect(servers('https://example.com/atrium/').map((s) => s.url)).toEqual([
+      '/atrium',
+      'https://example.com/atrium/',
+    ]);
+    expect(servers('http://127.0.0.1:3000')[0]!.url).toBe('/');
   });
 
   it('declares the API-key, bearer and OAuth 2 schemes with the eight scopes', () => {
