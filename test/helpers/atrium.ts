@@ -8,6 +8,7 @@ import {
 } from '../../src/compose.js';
 import type { Role, Tier } from '../../src/store/types.js';
 import { freshDatabase, type TestDatabase } from './database.js';
+import { freePort } from './ports.js';
 
 export interface TestAtrium extends Atrium {
   config: Config;
@@ -36,7 +37,8 @@ export async function startTestAtrium(
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
     DATABASE_URL: database.url,
-    PORT: '0',
+    // Any free port when the test listens; inside TEST_PORTS when that names a range.
+    PORT: process.env.TEST_PORTS ? String(await freePort()) : '0',
     ...env,
   });
   let atrium: Atrium;
