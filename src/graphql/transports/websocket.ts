@@ -24,6 +24,15 @@ export const CONNECTION_INIT_TIMEOUT_MS = 10_000;
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 export const CLOSE_INTERNAL_ERROR = 4500;
 
+/**
+ * On shutdown, how long a WebSocket has to answer the server's 1001 close frame before its TCP
+ * connection is cut (`terminate()`). A client that answers does so in one round trip; one that
+ * stopped reading (a frozen tab, a stopped process, a full receive buffer) never does, and ws's own
+ * close timer would hold the drain for 30 s, the whole drain limit (src/cli/serve.ts). gRPC cuts its
+ * unresponsive calls likewise after its grace period (src/grpc/server.ts).
+ */
+export const WS_CLOSE_GRACE_MS = 5_000;
+
 /** What the connection remembers between `connection_init` and its operations. */
 type Extra = { principal?: Principal | null; credentials?: Credentials };
 
@@ -41,7 +50,9 @@ export function attachWebSocket(
   app: FastifyInstance,
   services: Services,
   pipeline: GraphQLPipeline,
+  options: { closeGraceMs?: number } = {},
 ): { close(): Promise<void> } {
+  const closeGraceMs = options.closeGraceMs ?? WS_CLOSE_GRACE_MS;
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
@@ -99,11 +110,28 @@ export function attachWebSocket(
   );
 
   return {
-    /** Shutdown: every socket is closed with 1001 (going away), which clients may reconnect after. */
+    /**
+     * Shutdown: every socket is closed with 1001 (going away), which clients may reconnect after; a
+     * socket that has not completed the close handshake after the grace period is cut.
+     */
     async close() {
       app.server.off('upgrade', onUpgrade);
-      // graphql-ws closes every client with 1001 "Going away", then the server.
-      await server.dispose();
+      // graphql-ws sends every client 1001 "Going away", then waits for every socket to be closed:
+      // for a client that never answers, until ws's close timer (30 s) destroys it.
+      const disposed = server.dispose();
+      const grace = setTimeout(() => {
+        if (wss.clients.size === 0) return;
+        services.logger.warn(
+          { sockets: wss.clients.size, grace_ms: closeGraceMs },
+          'WebSockets still open after the close grace period; terminating them',
+        );
+        for (const socket of wss.clients) socket.terminate();
+      }, closeGraceMs);
+      try {
+        await disposed;
+      } finally {
+        clearTimeout(grace);
+      }
     },
   };
 }
