@@ -339,8 +339,12 @@ export async function createAtrium(
             'draining: closing what is left',
           );
         } else httpDrain?.closeAfterAnswers();
-        await Promise.all([http?.close(), grpc?.close()]);
+        // Redis and the database pool close even when a surface fails to: left open, they would keep
+        // the process alive after its drain gave up (Fastify's close rejects once a preClose hook
+        // outlasts its pluginTimeout, 10 s).
+        const surfaces = await Promise.allSettled([http?.close(), grpc?.close()]);
         await closeServices(services);
+        for (const s of surfaces) if (s.status === 'rejected') throw s.reason;
       })();
       return closed;
     },
