@@ -4,6 +4,7 @@ import { parse } from './args.js';
 import { UsageError } from './io.js';
 import { claimSqlite } from '../process/sqlite-guard.js';
 import { withoutPassword } from '../store/first-contact.js';
+import { stopOnSignals } from '../process/stop-signals.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
   if (value === undefined || value === 'all') return [...SERVER_ROLES];
@@ -15,7 +16,10 @@ export function parseRoles(value: string | undefined): ServerRole[] {
   return roles as ServerRole[];
 }
 
-/** Runs until SIGTERM or SIGINT, then drains and exits 0. */
+/**
+ * Runs until SIGTERM or SIGINT, then drains and exits 0; a drain that fails exits 1, one still
+ * running after 30 s or interrupted by a second signal exits 1 at once.
+ */
 export async function runServe(argv: string[]): Promise<number> {
   const { values } = parse(argv, { role: { type: 'string' } });
   const roles = parseRoles(values.role);
@@ -46,30 +50,6 @@ export async function runServe(argv: string[]): Promise<number> {
     );
   }
 
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'draining');
-      const force = setTimeout(() => {
-        log.error('drain took too long; exiting');
-        resolve(1);
-      }, 30_000);
-      force.unref();
-      atrium.close().then(
-        () => {
-          clearTimeout(force);
-          log.info('stopped');
-          resolve(0);
-        },
-        (err: unknown) => {
-          log.error({ err }, 'error while stopping');
-          resolve(1);
-        },
-      );
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  // The 30 s limit and a second signal end the process whatever still holds it (src/process/stop-signals.ts).
+  return stopOnSignals({ close: () => atrium.close(), logger: log });
 }

@@ -1,0 +1,94 @@
+import type { Logger } from 'pino';
+
+/** docs/deployment.md: "A drain still running after 30 s exits 1". */
+export const DRAIN_LIMIT_MS = 30_000;
+
+export interface StopOnSignalsOptions {
+  /** The drain (Atrium.close). */
+  close(): Promise<void>;
+  logger: Logger;
+  /** DRAIN_LIMIT_MS unless a test says otherwise. */
+  limitMs?: number;
+  /** Ends the process (process.exit unless a test says otherwise); called once the logs are flushed. */
+  exit?: (code: number) => void;
+  /** Where the signals come from (process unless a test says otherwise). */
+  signals?: Pick<NodeJS.EventEmitter, 'on'>;
+}
+
+/**
+ * The first SIGTERM or SIGINT drains; the promise then resolves with the exit status (0 drained, 1
+ * the drain failed) and the process ends on its own once nothing holds it.
+ *
+ * The limit really ends the process: when the drain is still running after `limitMs`, or has ended
+ * but something still holds the process open (a socket, a pool, a timer nobody closed), the logs are
+ * flushed and process.exit is called (1 for a drain still running). Setting process.exitCode is not
+ * enough: a drain that hangs keeps its handles, and they keep the process alive for ever.
+ *
+ * A second SIGTERM or SIGINT during the drain exits 1 at once, as an operator pressing Ctrl-C twice
+ * (or a supervisor asking again) expects.
+ */
+export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
+  const { close, logger: log } = options;
+  const limitMs = options.limitMs ?? DRAIN_LIMIT_MS;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  const signals = options.signals ?? process;
+  let exiting = false;
+  let limit: NodeJS.Timeout | undefined;
+  const exitNow = (code: number) => {
+    if (exiting) return;
+    exiting = true;
+    clearTimeout(limit);
+    // pino writes to stderr synchronously by default; flush covers an asynchronous destination.
+    let done = false;
+    const end = () => {
+      if (done) return;
+      done = true;
+      exit(code);
+    };
+    try {
+      log.flush(() => end());
+    } catch {
+      end();
+    }
+    // A destination that never calls back must not keep the process alive either.
+    setTimeout(end, 1_000).unref();
+  };
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    let outcome: number | undefined;
+    const stop = (signal: string) => {
+      if (stopping) {
+        log.warn({ signal }, 'second signal while draining; exiting now');
+        exitNow(1);
+        return;
+      }
+      stopping = true;
+      log.info({ signal }, 'draining');
+      // Unref'd: it never delays an exit that nothing else holds up.
+      limit = setTimeout(() => {
+        if (outcome === undefined) {
+          log.error({ limit_ms: limitMs }, 'drain took too long; exiting');
+          exitNow(1);
+        } else {
+          log.warn({ limit_ms: limitMs }, 'drain ended but something still holds the process open; exiting');
+          exitNow(outcome);
+        }
+      }, limitMs).unref();
+      close().then(
+        () => {
+          log.info('stopped');
+          outcome = 0;
+          resolve(0);
+        },
+        (err: unknown) => {
+          log.error({ err }, 'error while stopping');
+          outcome = 1;
+          resolve(1);
+        },
+      );
+    };
+    signals.on('SIGTERM', () => stop('SIGTERM'));
+    signals.on('SIGINT', () => stop('SIGINT'));
+  });
+}

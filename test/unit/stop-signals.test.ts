@@ -1,0 +1,86 @@
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { DRAIN_LIMIT_MS, stopOnSignals } from '../../src/process/stop-signals.js';
+import { memoryLog } from '../helpers/memory-log.js';
+
+/**
+ * The drain limit of `atrium serve` (src/process/stop-signals.ts): SIGTERM drains, a drain still
+ * running at the limit ends the process with 1 whatever it holds, and so does a second signal. The
+ * real process with a frozen WebSocket subscriber: test/integration/graphql/ws-drain-unresponsive.test.ts.
+ */
+const LIMIT_MS = 200;
+const msgs = (lines: Array<Record<string, unknown>>) => lines.map((l) => l.msg);
+
+function setup(close: () => Promise<void>) {
+  const { lines, logger } = memoryLog('info');
+  const signals = new EventEmitter();
+  const exits: number[] = [];
+  let exited!: (code: number) => void;
+  const exitCalled = new Promise<number>((resolve) => (exited = resolve));
+  const result = stopOnSignals({
+    close,
+    logger,
+    limitMs: LIMIT_MS,
+    signals,
+    exit: (code) => {
+      exits.push(code);
+      exited(code);
+    },
+  });
+  return { lines, signals, exits, exitCalled, result };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const never = () => new Promise<void>(() => undefined);
+
+describe('stopOnSignals', () => {
+  it('keeps the documented 30 s limit', () => {
+    expect(DRAIN_LIMIT_MS).toBe(30_000);
+  });
+
+  it('resolves 0 once the drain finishes, and exits nothing itself', async () => {
+    const t = setup(async () => undefined);
+    t.signals.emit('SIGTERM');
+    expect(await t.result).toBe(0);
+    expect(msgs(t.lines)).toEqual(['draining', 'stopped']);
+    expect(t.exits).toEqual([]);
+  });
+
+  it('resolves 1 when the drain fails', async () => {
+    const t = setup(async () => {
+      throw new Error('boom');
+    });
+    t.signals.emit('SIGINT');
+    expect(await t.result).toBe(1);
+    expect(msgs(t.lines)).toEqual(['draining', 'error while stopping']);
+  });
+
+  it('calls exit(1) when the drain is still running at the limit, after logging why', async () => {
+    const t = setup(never);
+    const started = Date.now();
+    t.signals.emit('SIGTERM');
+    expect(await t.exitCalled).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(LIMIT_MS - 20);
+    expect(t.exits).toEqual([1]);
+    expect(msgs(t.lines)).toEqual(['draining', 'drain took too long; exiting']);
+  });
+
+  it('calls exit with the drain status when something still holds the process at the limit', async () => {
+    const t = setup(async () => undefined);
+    t.signals.emit('SIGTERM');
+    expect(await t.result).toBe(0);
+    expect(await t.exitCalled).toBe(0);
+    expect(msgs(t.lines)).toContain('drain ended but something still holds the process open; exiting');
+  });
+
+  it('calls exit(1) at once on a second signal, and only once', async () => {
+    const t = setup(never);
+    t.signals.emit('SIGTERM');
+    await sleep(10);
+    t.signals.emit('SIGINT');
+    expect(await t.exitCalled).toBe(1);
+    await sleep(LIMIT_MS + 50);
+    expect(t.exits).toEqual([1]);
+    expect(msgs(t.lines)).toEqual(['draining', 'second signal while draining; exiting now']);
+  });
+});
