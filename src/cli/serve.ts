@@ -18,7 +18,7 @@ export function parseRoles(value: string | undefined): ServerRole[] {
 
 /**
  * Runs until SIGTERM or SIGINT, then drains and exits 0; a drain that fails exits 1, one still
- * running after 30 s or interrupted by a second signal exits 1 at once.
+ * running after 30 s or interrupted by the same signal again exits 1 at once.
  */
 export async function runServe(argv: string[]): Promise<number> {
   const { values } = parse(argv, { role: { type: 'string' } });

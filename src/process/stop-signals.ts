@@ -24,8 +24,10 @@ export interface StopOnSignalsOptions {
  * flushed and process.exit is called (1 for a drain still running). Setting process.exitCode is not
  * enough: a drain that hangs keeps its handles, and they keep the process alive for ever.
  *
- * A second SIGTERM or SIGINT during the drain exits 1 at once, as an operator pressing Ctrl-C twice
- * (or a supervisor asking again) expects.
+ * The same signal a second time during the drain exits 1 at once, as an operator pressing Ctrl-C
+ * twice (or a supervisor asking again) expects. The other signal does not: a Ctrl-C on `atrium
+ * cluster` sends SIGINT to the whole terminal's process group, and the cluster then sends each of its
+ * processes SIGTERM, which must not cut their drain short.
  */
 export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
   const { close, logger: log } = options;
@@ -55,15 +57,21 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
   };
 
   return new Promise<number>((resolve) => {
-    let stopping = false;
+    let first: string | undefined;
     let outcome: number | undefined;
     const stop = (signal: string) => {
-      if (stopping) {
+      if (first === signal) {
         log.warn({ signal }, 'second signal while draining; exiting now');
         exitNow(1);
         return;
       }
-      stopping = true;
+      if (first !== undefined) {
+        // Ctrl-C on `atrium cluster` in a terminal: the SIGINT reaches every process of the
+        // foreground group, then the cluster asks each of its processes to stop with SIGTERM.
+        log.info({ signal, first }, 'already draining');
+        return;
+      }
+      first = signal;
       log.info({ signal }, 'draining');
       // Unref'd: it never delays an exit that nothing else holds up.
       limit = setTimeout(() => {

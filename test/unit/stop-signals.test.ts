@@ -73,14 +73,27 @@ describe('stopOnSignals', () => {
     expect(msgs(t.lines)).toContain('drain ended but something still holds the process open; exiting');
   });
 
-  it('calls exit(1) at once on a second signal, and only once', async () => {
+  it('calls exit(1) at once on the same signal again, and only once', async () => {
     const t = setup(never);
-    t.signals.emit('SIGTERM');
+    t.signals.emit('SIGINT');
     await sleep(10);
     t.signals.emit('SIGINT');
     expect(await t.exitCalled).toBe(1);
     await sleep(LIMIT_MS + 50);
     expect(t.exits).toEqual([1]);
     expect(msgs(t.lines)).toEqual(['draining', 'second signal while draining; exiting now']);
+  });
+
+  it('keeps draining on SIGTERM after SIGINT (Ctrl-C on atrium cluster: the terminal, then the cluster)', async () => {
+    let finish!: () => void;
+    const t = setup(() => new Promise<void>((resolve) => (finish = resolve)));
+    t.signals.emit('SIGINT');
+    await sleep(10);
+    t.signals.emit('SIGTERM');
+    await sleep(10);
+    expect(t.exits).toEqual([]);
+    finish();
+    expect(await t.result).toBe(0);
+    expect(msgs(t.lines)).toEqual(['draining', 'already draining', 'stopped']);
   });
 });
