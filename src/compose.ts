@@ -25,7 +25,7 @@ import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import { type SharedStateHealth, untilReady } from './shared/health.js';
-import { connectRedis } from './shared/redis-connection.js';
+import { connectRedis, refuseMissingDatabase } from './shared/redis-connection.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -158,7 +158,10 @@ export async function createServices(config: Config, options: ServicesOptions = 
       metrics: new Registry(),
     };
     services.sharedHealth.useLogger(logger);
-    if (redis) await untilReady(redis, REDIS_START_WAIT_MS);
+    if (redis) {
+      await untilReady(redis, REDIS_START_WAIT_MS);
+      await refuseMissingDatabase(redis, config.redisUrl!);
+    }
     services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));
     invalidateUsersOnChange(bus, services.cache, logger);
     services.oauth = createOAuth({

@@ -81,6 +81,42 @@ function url(name: string, raw: string, protocols: string[]): string {
   return raw.replace(/\/+$/, '');
 }
 
+const REDIS_ACCEPTS = 'redis://[user:password@]host[:port][/db] or rediss://..., db a non-negative integer';
+
+/**
+ * REDIS_URL as ioredis reads it: the path is the database index (so is a `?db=` parameter), and
+ * ioredis sends `SELECT <whatever the path says>`, so `/abc` would reach the server as `SELECT NaN`
+ * and fail after the process started. Checked here instead, with the host and port.
+ */
+function redisUrlChecked(raw: string): string {
+  const refuse = (why: string): never => {
+    throw new ConfigError('REDIS_URL', `${REDIS_ACCEPTS} (${why})`, redacted(raw));
+  };
+  if (!/^rediss?:\/\//i.test(raw)) refuse('it must start with redis:// or rediss://');
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    return refuse('not a URL: check the host, the port and any [IPv6] brackets');
+  }
+  if (parsed.hostname === '') refuse('no host');
+  if (parsed.port !== '' && Number(parsed.port) === 0) refuse('port 0');
+  const dbIndex = (where: string, value: string) => {
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)))
+      refuse(`the database index in ${where} must be a non-negative integer, got "${value}"`);
+  };
+  const path = parsed.pathname;
+  if (path !== '' && path !== '/') dbIndex('the path', decodeURIComponent(path.slice(1)));
+  const dbParam = parsed.searchParams.get('db');
+  if (dbParam !== null) dbIndex('?db=', dbParam);
+  return raw.replace(/\/+$/, '');
+}
+
+/** A URL for an error message: its password, if any, shown as ***. */
+function redacted(raw: string): string {
+  return raw.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+}
+
 export const VARIABLES: VariableSpec[] = [
   {
     name: 'HOST',
@@ -109,7 +145,7 @@ export const VARIABLES: VariableSpec[] = [
   {
     name: 'REDIS_URL',
     default: '(unset)',
-    accepts: 'redis://... or rediss://...',
+    accepts: `${REDIS_ACCEPTS}; the index must exist on the server (SELECT is checked at start)`,
     meaning:
       'when set, rate limits, caches, complexity budgets and the GraphQL broadcast are shared through Redis',
   },
@@ -259,7 +295,7 @@ export function parseConfig(env: Env): Config {
   }
 
   const redisRaw = get('REDIS_URL');
-  const redisUrl = redisRaw === undefined ? undefined : url('REDIS_URL', redisRaw, ['redis:', 'rediss:']);
+  const redisUrl = redisRaw === undefined ? undefined : redisUrlChecked(redisRaw);
 
   const publicUrl = url('PUBLIC_URL', get('PUBLIC_URL') ?? `http://${hostForUrl}:${port}`, [
     'http:',

@@ -1,4 +1,9 @@
-import type { Redis } from 'ioredis';
+import { type Redis, ReplyError } from 'ioredis';
+
+/** A refused `SELECT <db>`: the database index REDIS_URL names is not one this server has. */
+export function isSelectRefusal(err: unknown): boolean {
+  return err instanceof ReplyError && (err as { command?: { name?: string } }).command?.name === 'select';
+}
 
 interface Log {
   warn(obj: object, msg: string): void;
@@ -56,6 +61,9 @@ export class SharedStateHealth {
     private readonly timeoutMs = REDIS_CALL_TIMEOUT_MS,
   ) {
     redis?.on('error', (err: Error) => {
+      // A database index the server lacks stops the start (refuseMissingDatabase), naming REDIS_URL
+      // in one line; logged here too it would be a second line.
+      if (isSelectRefusal(err)) return;
       if (this.connectionReported) return;
       this.connectionReported = true;
       this.log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');

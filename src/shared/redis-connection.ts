@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { REDIS_CALL_TIMEOUT_MS } from './health.js';
+import { ConfigError } from '../config/schema.js';
+import { isSelectRefusal, REDIS_CALL_TIMEOUT_MS } from './health.js';
 
 /**
  * A connection that waits on Redis this long with commands outstanding and nothing received is
@@ -34,4 +35,27 @@ export function connectRedis(url: string): Redis {
     socketTimeout: REDIS_SOCKET_TIMEOUT_MS,
     autoResendUnfulfilledCommands: false,
   });
+}
+
+/**
+ * At start, once connected: the database index REDIS_URL names must exist on the server (`/99` where
+ * it has 16). ioredis sends the SELECT as it connects and, refused, goes on in database 0 while every
+ * readiness check fails: a process that never becomes ready, for a setting. So the start sends it
+ * once more and stops, naming REDIS_URL, on the server's refusal; the connection is closed so the
+ * process can exit. A Redis not connected yet is not checked (a late Redis only degrades).
+ */
+export async function refuseMissingDatabase(redis: Redis, url: string): Promise<void> {
+  const db = Number(redis.options.db ?? 0);
+  if (redis.status !== 'ready' || db === 0) return;
+  try {
+    await redis.select(db);
+  } catch (err) {
+    if (!isSelectRefusal(err)) return;
+    redis.disconnect();
+    throw new ConfigError(
+      'REDIS_URL',
+      `a database index this Redis server has (SELECT ${db}: ${(err as Error).message})`,
+      url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@'),
+    );
+  }
 }

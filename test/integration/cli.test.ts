@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve } from '../helpers/serve.js';
 import { runCli } from '../helpers/cli.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { TEST_REDIS_URL } from '../helpers/redis.js';
 
 /** One JSON object on stdout, exit 0: what every admin command promises (decisions §2). */
 function json(result: { code: number | null; stdout: string; stderr: string }) {
@@ -290,6 +291,30 @@ describe('atrium command line', { timeout: 90_000 }, () => {
         });
         expect(failure.message).toMatch(reason);
         expect(failure.message).not.toContain('hunter2');
+      }
+    }
+  });
+
+  it('names REDIS_URL, for serve and the admin commands, when its database index is not a number or not on the server', async () => {
+    const withPath = (path: string) => {
+      const u = new URL(TEST_REDIS_URL);
+      u.pathname = path;
+      return u.toString();
+    };
+    // A path ioredis would send as SELECT NaN; then an index out of the server's range (16 by default).
+    for (const [redisUrl, problem] of [
+      [withPath('/abc'), 'non-negative integer, got "abc"'],
+      [withPath('/99'), 'SELECT 99'],
+    ] as const) {
+      for (const args of [['serve'], ['orgs', 'create', '--name', 'Refused']]) {
+        const failure = refusal(
+          await runCli(args, { ...env, REDIS_URL: redisUrl, PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info' }),
+        );
+        expect(failure, `${args[0]} ${redisUrl}`).toMatchObject({
+          error: 'invalid_configuration',
+          variable: 'REDIS_URL',
+        });
+        expect(failure.message).toContain(problem);
       }
     }
   });

@@ -61,6 +61,16 @@ describe('configuration', () => {
     ['GRPC_PORT', '-1'],
     ['DATABASE_URL', 'mysql://x'],
     ['REDIS_URL', 'http://localhost'],
+    // ioredis would send SELECT NaN (or SELECT -1) once connected, long after the start succeeded.
+    ['REDIS_URL', 'redis://127.0.0.1:6379/abc'],
+    ['REDIS_URL', 'redis://127.0.0.1:6379/-1'],
+    ['REDIS_URL', 'redis://127.0.0.1:6379/1.5'],
+    ['REDIS_URL', 'redis://127.0.0.1:6379/0/x'],
+    ['REDIS_URL', 'redis://127.0.0.1:6379?db=abc'],
+    ['REDIS_URL', 'redis://127.0.0.1:notaport'],
+    ['REDIS_URL', 'redis://127.0.0.1:0'],
+    ['REDIS_URL', 'redis://:6379'],
+    ['REDIS_URL', 'redis:localhost'],
     ['NODE_ENV', 'staging'],
     ['PUBLIC_URL', 'not a url'],
     ['AUTH_URL', 'ftp://auth.example.com'],
@@ -85,6 +95,22 @@ describe('configuration', () => {
     expect(err.variable).toBe(name);
     expect(err.message.startsWith(`${name}: `)).toBe(true);
     expect(err.message).not.toContain('\n');
+  });
+
+  it('accepts the REDIS_URL and DATABASE_URL forms its clients read', () => {
+    for (const redis of [
+      'redis://127.0.0.1',
+      'redis://127.0.0.1:6379/',
+      'redis://127.0.0.1:6379/15',
+      'rediss://user:secret@redis.example.com:6380/0',
+      'redis://[::1]:6379/3?db=3',
+    ]) {
+      expect(parseConfig({ REDIS_URL: redis }).redisUrl, redis).toBe(redis.replace(/\/+$/, ''));
+    }
+  });
+
+  it('never echoes a password from REDIS_URL or DATABASE_URL', () => {
+    expect(failure({ REDIS_URL: 'redis://u:hunter2@127.0.0.1/abc' }).message).not.toContain('hunter2');
   });
 
   it('requires JWT_SECRET for the HS256 variant, and never echoes the secret', () => {
