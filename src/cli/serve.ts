@@ -1,4 +1,5 @@
 import { loadConfig } from '../config/load.js';
+import { refuseSharedPort } from '../config/schema.js';
 import { createAtrium, SERVER_ROLES, type ServerRole } from '../compose.js';
 import { parse } from './args.js';
 import { UsageError } from './io.js';
@@ -24,6 +25,8 @@ export async function runServe(argv: string[]): Promise<number> {
   const { values } = parse(argv, { role: { type: 'string' } });
   const roles = parseRoles(values.role);
   const config = loadConfig();
+  // Serve binds PORT always and GRPC_PORT with the grpc role; the roles are known only here.
+  refuseSharedPort(config, roles.includes('grpc'));
   const sqlite = claimSqlite(config.databaseUrl);
   const atrium = await createAtrium(config, roles).catch((err: unknown) => {
     sqlite?.release();

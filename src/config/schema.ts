@@ -117,6 +117,21 @@ function redacted(raw: string): string {
   return raw.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
 }
 
+/**
+ * PORT and GRPC_PORT are one process's two listeners when it serves gRPC (HTTP always listens):
+ * the same port for both is a setting that cannot work, refused before anything starts rather than
+ * found as the second listen's EADDRINUSE. Port 0 (any free port) twice is fine.
+ */
+export function refuseSharedPort(config: Config, servesGrpc: boolean): void {
+  if (servesGrpc && config.port !== 0 && config.port === config.grpcPort) {
+    throw new ConfigError(
+      'GRPC_PORT',
+      `a port other than PORT (both are ${config.port}: this process listens on PORT for HTTP and on GRPC_PORT for gRPC)`,
+      String(config.grpcPort),
+    );
+  }
+}
+
 export const VARIABLES: VariableSpec[] = [
   {
     name: 'HOST',

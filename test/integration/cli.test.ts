@@ -319,6 +319,19 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     }
   });
 
+  it('refuses PORT equal to GRPC_PORT when serve would listen on both', async () => {
+    const failure = refusal(
+      await runCli(['serve', '--role', 'api,grpc'], {
+        ...env,
+        PORT: '4650',
+        GRPC_PORT: '4650',
+        LOG_LEVEL: 'info',
+      }),
+    );
+    expect(failure).toMatchObject({ error: 'invalid_configuration', variable: 'GRPC_PORT' });
+    expect(failure.message).toContain('a port other than PORT (both are 4650');
+  });
+
   it('names PERSISTED_QUERIES_FILE when the manifest is missing, not JSON, or wrong', async () => {
     const notJson = join(dir, 'not-json.json');
     writeFileSync(notJson, 'hash: query');

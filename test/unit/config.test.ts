@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, VARIABLES } from '../../src/config/schema.js';
+import { ConfigError, parseConfig, refuseSharedPort, VARIABLES } from '../../src/config/schema.js';
 
 const failure = (env: Record<string, string>) => {
   try {
@@ -111,6 +111,22 @@ describe('configuration', () => {
 
   it('never echoes a password from REDIS_URL or DATABASE_URL', () => {
     expect(failure({ REDIS_URL: 'redis://u:hunter2@127.0.0.1/abc' }).message).not.toContain('hunter2');
+  });
+
+  it('refuses PORT equal to GRPC_PORT for a process that serves gRPC, naming both', () => {
+    const same = parseConfig({ PORT: '4600', GRPC_PORT: '4600' });
+    let thrown: unknown;
+    try {
+      refuseSharedPort(same, true);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect(thrown).toMatchObject({ variable: 'GRPC_PORT', got: '4600' });
+    expect((thrown as Error).message).toContain('PORT');
+    // Without gRPC only PORT is bound; port 0 twice is two free ports.
+    expect(() => refuseSharedPort(same, false)).not.toThrow();
+    expect(() => refuseSharedPort(parseConfig({ PORT: '0', GRPC_PORT: '0' }), true)).not.toThrow();
   });
 
   it('requires JWT_SECRET for the HS256 variant, and never echoes the secret', () => {
