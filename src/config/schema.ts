@@ -112,6 +112,32 @@ function redisUrlChecked(raw: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** The SSL modes node-postgres knows; any other is refused rather than silently ignored. */
+export const PG_SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'];
+
+/**
+ * A postgres:// URL node-postgres can read. It parses the URL with WHATWG URL (retrying with a
+ * dummy host for `postgres://user@/db`, a socket given by `?host=`), so a URL that fails here would
+ * fail there as a bare "Invalid URL" on the first query. Returns the reason it cannot, or undefined.
+ */
+function postgresUrlProblem(raw: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    try {
+      parsed = new URL(raw.replace('@/', '@___DUMMY___/'));
+    } catch {
+      return 'not a URL: check the host, the port (1-65535) and any [IPv6] brackets';
+    }
+  }
+  if (parsed.port !== '' && Number(parsed.port) === 0) return 'port 0';
+  const sslmode = parsed.searchParams.get('sslmode');
+  if (sslmode !== null && !PG_SSL_MODES.includes(sslmode))
+    return `sslmode must be one of ${PG_SSL_MODES.join(', ')}, got "${sslmode}"`;
+  return undefined;
+}
+
 /** A URL for an error message: its password, if any, shown as ***. */
 function redacted(raw: string): string {
   return raw.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
@@ -154,8 +180,10 @@ export const VARIABLES: VariableSpec[] = [
   {
     name: 'DATABASE_URL',
     default: 'sqlite:./data/atrium.db',
-    accepts: 'sqlite:<path>, sqlite::memory: or postgres://...',
-    meaning: 'the data store',
+    accepts:
+      'sqlite:<path>, sqlite::memory: or postgres://[user[:password]@]host[:port]/database[?sslmode=disable|prefer|require|verify-ca|verify-full|no-verify]',
+    meaning:
+      'the data store; sslmode prefer, require and verify-ca are checked as verify-full (TLS required, certificate and host name verified), no-verify encrypts without checking',
   },
   {
     name: 'REDIS_URL',
@@ -306,7 +334,19 @@ export function parseConfig(env: Env): Config {
 
   const databaseUrl = get('DATABASE_URL') ?? 'sqlite:./data/atrium.db';
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', 'sqlite:<path>, sqlite::memory: or postgres://...', databaseUrl);
+    throw new ConfigError(
+      'DATABASE_URL',
+      'sqlite:<path>, sqlite::memory: or postgres://...',
+      redacted(databaseUrl),
+    );
+  }
+  const pgProblem = databaseUrl.startsWith('sqlite:') ? undefined : postgresUrlProblem(databaseUrl);
+  if (pgProblem !== undefined) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      `postgres://[user[:password]@]host[:port]/database[?sslmode=...] (${pgProblem})`,
+      redacted(databaseUrl),
+    );
   }
 
   const redisRaw = get('REDIS_URL');

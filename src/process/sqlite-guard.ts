@@ -40,7 +40,16 @@ export function claimSqlite(databaseUrl: string): SqliteClaim | undefined {
       process.once('exit', release);
       return { release };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') {
+        // A read-only folder (EACCES, EPERM, EROFS) or one no file can be made in (/proc: ENOENT):
+        // only the setting, or the folder's permissions, can fix it.
+        throw new ConfigError(
+          'DATABASE_URL',
+          `a SQLite file in a folder this process can write (cannot make the lock ${lock}: ${code ?? (err as Error).message})`,
+          databaseUrl,
+        );
+      }
     }
     const holder = Number.parseInt(safeRead(lock), 10);
     if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {

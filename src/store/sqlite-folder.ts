@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/schema.js';
 
@@ -19,4 +19,29 @@ export function sqliteFolderMade(path: string): string {
     );
   }
   return file;
+}
+
+/**
+ * Refuses, as DATABASE_URL's error, an SQLite file or folder this process may not write: a file
+ * without write permission, one marked immutable, a read-only mount, a folder where the write-ahead
+ * log cannot be made. access(2) answers for root too where permissions alone would not stop it.
+ */
+export function sqliteWritable(path: string): void {
+  const file = resolve(path);
+  const check = (target: string, what: string, missingIsFine: boolean) => {
+    try {
+      accessSync(target, constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (missingIsFine && code === 'ENOENT') return;
+      throw new ConfigError(
+        'DATABASE_URL',
+        `an SQLite database file this process can open and write (${what} ${target} is not writable: ${code ?? (err as Error).message})`,
+        `sqlite:${path}`,
+      );
+    }
+  };
+  check(file, 'the file', true);
+  // The write-ahead log and its index are made beside the file.
+  check(dirname(file), 'the folder', false);
 }

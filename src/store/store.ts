@@ -17,7 +17,8 @@ import { ConfigError } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
 import { StaticMigrationProvider } from './migrations/index.js';
-import { sqliteFolderMade } from './sqlite-folder.js';
+import { pgPoolConfig } from './pg-options.js';
+import { sqliteFolderMade, sqliteWritable } from './sqlite-folder.js';
 import { guardedByRequestScope } from './request-guard.js';
 import type { Database } from './types.js';
 
@@ -117,6 +118,9 @@ function openSqlite(path: string, plugins: KyselyPlugin[], answers: AnswerListen
  */
 function openSqliteFile(path: string): SQLite.Database {
   let conn: SQLite.Database | undefined;
+  // SQLite opens a file it may not write read-only without a word, and fails only at the first
+  // write (a migration, or an admin command's insert after it printed nothing yet).
+  if (path !== ':memory:') sqliteWritable(path);
   try {
     conn = new SQLite(path);
     if (path !== ':memory:') conn.pragma('journal_mode = WAL');
@@ -215,7 +219,7 @@ function refusingNul(pool: pg.Pool): pg.Pool {
 }
 
 function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers: AnswerListeners): Store {
-  const pool = new pg.Pool({ connectionString: url, max });
+  const pool = new pg.Pool({ ...pgPoolConfig(url), max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
   const { counter, log } = statementCounter();

@@ -71,6 +71,12 @@ describe('configuration', () => {
     ['REDIS_URL', 'redis://127.0.0.1:0'],
     ['REDIS_URL', 'redis://:6379'],
     ['REDIS_URL', 'redis:localhost'],
+    // node-postgres would fail the first query with a bare "Invalid URL".
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:notaport/x'],
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:99999/x'],
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1:65536/x'],
+    ['DATABASE_URL', 'postgres://postgres@[::1/x'],
+    ['DATABASE_URL', 'postgres://postgres@127.0.0.1/x?sslmode=bogus'],
     ['NODE_ENV', 'staging'],
     ['PUBLIC_URL', 'not a url'],
     ['AUTH_URL', 'ftp://auth.example.com'],
@@ -107,10 +113,23 @@ describe('configuration', () => {
     ]) {
       expect(parseConfig({ REDIS_URL: redis }).redisUrl, redis).toBe(redis.replace(/\/+$/, ''));
     }
+    for (const database of [
+      'postgres://postgres@127.0.0.1:5432/atrium',
+      'postgresql://u:p@db.example.com/atrium?sslmode=require',
+      'postgres://u@[::1]:5433/atrium?sslmode=verify-full',
+      'postgres://u@/atrium?host=/var/run/postgresql',
+      'postgres://u@db/atrium?sslmode=no-verify',
+    ]) {
+      expect(parseConfig({ DATABASE_URL: database }).databaseUrl, database).toBe(database);
+    }
   });
 
   it('never echoes a password from REDIS_URL or DATABASE_URL', () => {
     expect(failure({ REDIS_URL: 'redis://u:hunter2@127.0.0.1/abc' }).message).not.toContain('hunter2');
+    expect(failure({ DATABASE_URL: 'postgres://u:hunter2@[::1/x' }).message).not.toContain('hunter2');
+    expect(failure({ DATABASE_URL: 'postgres://u:hunter2@h/x?sslmode=bad' }).message).not.toContain(
+      'hunter2',
+    );
   });
 
   it('refuses PORT equal to GRPC_PORT for a process that serves gRPC, naming both', () => {
