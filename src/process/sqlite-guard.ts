@@ -1,6 +1,6 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { ConfigError } from '../config/schema.js';
-import { sqliteFolderMade } from '../store/sqlite-folder.js';
+import { sqliteFolderMade, sqliteRealPath } from '../store/sqlite-folder.js';
 
 /**
  * One `atrium serve` process per SQLite file, whatever its roles. Several processes on one file
@@ -21,7 +21,9 @@ export function claimSqlite(databaseUrl: string): SqliteClaim | undefined {
   if (path === '' || path === ':memory:') return undefined;
   // The lock is taken before the store opens: on a first start (`npm start` in a fresh clone, the
   // default ./data/atrium.db) the folder does not exist yet.
-  const lock = `${sqliteFolderMade(path)}.serve-lock`;
+  // The real path, so a symbolic link to the file (or to its folder) is the same file, not a second
+  // one another server may take.
+  const lock = `${sqliteRealPath(sqliteFolderMade(path))}.serve-lock`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(lock, 'wx');

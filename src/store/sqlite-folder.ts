@@ -1,5 +1,5 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { accessSync, constants, mkdirSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config/schema.js';
 
 /**
@@ -19,6 +19,23 @@ export function sqliteFolderMade(path: string): string {
     );
   }
   return file;
+}
+
+/**
+ * The file as the file system knows it: symbolic links (to the file or to a folder on its way)
+ * resolved, so two spellings of one file are one file. A file not made yet is named through its
+ * folder's real path.
+ */
+export function sqliteRealPath(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    try {
+      return join(realpathSync(dirname(file)), basename(file));
+    } catch {
+      return file;
+    }
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -413,6 +413,30 @@ describe('atrium command line', { timeout: 90_000 }, () => {
       } finally {
         undo();
       }
+    }
+  });
+
+  it('refuses a second serve on one SQLite file reached through a symbolic link', async () => {
+    const folder = mkdtempSync(join(dir, 'linked-'));
+    mkdirSync(join(folder, 'real'));
+    symlinkSync(join(folder, 'real'), join(folder, 'folder-link'));
+    const file = join(folder, 'real', 'atrium.db');
+    const served = await serve({ DATABASE_URL: `sqlite:${file}`, GRPC_PORT: '0' }, { roles: 'api,worker' });
+    try {
+      symlinkSync(file, join(folder, 'file-link.db'));
+      for (const other of [join(folder, 'folder-link', 'atrium.db'), join(folder, 'file-link.db')]) {
+        const failure = refusal(
+          await runCli(['serve', '--role', 'api,worker'], {
+            DATABASE_URL: `sqlite:${other}`,
+            PORT: '0',
+            GRPC_PORT: '0',
+          }),
+        );
+        expect(failure, other).toMatchObject({ error: 'invalid_configuration', variable: 'DATABASE_URL' });
+        expect(failure.message).toContain(`process ${served.child.pid} already serves it`);
+      }
+    } finally {
+      expect(await served.stop()).toBe(0);
     }
   });
 
