@@ -351,70 +351,84 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(failure.message).toContain('a port other than PORT (both are 4650');
   });
 
-  it('names DATABASE_URL for a PostgreSQL URL that cannot be read, or an sslmode the server cannot give', async () => {
-    const cases: [string, RegExp][] = [
-      ['postgres://postgres@127.0.0.1:notaport/cfgfix_x', /not a URL/],
-      ['postgres://postgres@127.0.0.1:99999/cfgfix_x', /port \(1-65535\)/],
-      ['postgres://postgres@127.0.0.1:65536/cfgfix_x', /port \(1-65535\)/],
-      ['postgres://atrium:hunter2@[::1/cfgfix_x', /IPv6/],
-      ['postgres://postgres@127.0.0.1:1/cfgfix_x?sslmode=bogus', /sslmode must be one of/],
-    ];
-    // The suite's server has no TLS: sslmode=require asks for what it cannot give.
-    if (db.dialect === 'postgres') {
-      for (const mode of ['require', 'verify-full']) {
-        const u = new URL(db.url);
-        u.searchParams.set('sslmode', mode);
-        cases.push([u.toString(), /does not support SSL connections/]);
+  // A dozen process starts: several seconds each on a loaded CI machine.
+  it(
+    'names DATABASE_URL for a PostgreSQL URL that cannot be read, or an sslmode the server cannot give',
+    { timeout: 240_000 },
+    async () => {
+      const cases: [string, RegExp][] = [
+        ['postgres://postgres@127.0.0.1:notaport/cfgfix_x', /not a URL/],
+        ['postgres://postgres@127.0.0.1:99999/cfgfix_x', /port \(1-65535\)/],
+        ['postgres://postgres@127.0.0.1:65536/cfgfix_x', /port \(1-65535\)/],
+        ['postgres://atrium:hunter2@[::1/cfgfix_x', /IPv6/],
+        ['postgres://postgres@127.0.0.1:1/cfgfix_x?sslmode=bogus', /sslmode must be one of/],
+      ];
+      // The suite's server has no TLS: sslmode=require asks for what it cannot give.
+      if (db.dialect === 'postgres') {
+        for (const mode of ['require', 'verify-full']) {
+          const u = new URL(db.url);
+          u.searchParams.set('sslmode', mode);
+          cases.push([u.toString(), /does not support SSL connections/]);
+        }
       }
-    }
-    for (const [url, reason] of cases) {
-      for (const args of [['migrate'], ['serve']]) {
-        // LOG_LEVEL info: nothing but the one line may reach stderr (node-postgres's SECURITY WARNING would).
-        const failure = refusal(
-          await runCli(args, { DATABASE_URL: url, PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info' }),
-        );
-        expect(failure, `${args[0]} ${url}`).toMatchObject({
-          error: 'invalid_configuration',
-          variable: 'DATABASE_URL',
-        });
-        expect(failure.message, url).toMatch(reason);
-        expect(failure.message).not.toContain('hunter2');
-      }
-    }
-  });
-
-  it('names DATABASE_URL when the SQLite file or its folder cannot be written', async () => {
-    // /proc takes no new files: serve cannot make its lock there.
-    const proc = refusal(
-      await runCli(['serve'], { DATABASE_URL: 'sqlite:/proc/cfgfix-walk.db', PORT: '0', GRPC_PORT: '0' }),
-    );
-    expect(proc).toMatchObject({ error: 'invalid_configuration', variable: 'DATABASE_URL' });
-    expect(proc.message).toContain('serve-lock');
-
-    const folder = mkdtempSync(join(dir, 'read-only-'));
-    const file = join(folder, 'atrium.db');
-    const url = `sqlite:${file}`;
-    expect((await runCli(['migrate'], { DATABASE_URL: url })).code).toBe(0);
-    for (const [target, isFolder, commands] of [
-      [file, false, [['migrate'], ['orgs', 'create', '--name', 'Refused']]],
-      [folder, true, [['serve'], ['migrate'], ['orgs', 'create', '--name', 'Refused']]],
-    ] as const) {
-      const undo = readOnly(target, isFolder);
-      if (!undo) continue; // root without chattr +i: nothing here can make it read-only
-      try {
-        for (const args of commands) {
-          const failure = refusal(await runCli([...args], { DATABASE_URL: url, PORT: '0', GRPC_PORT: '0' }));
-          expect(failure, `${args.join(' ')} on a read-only ${isFolder ? 'folder' : 'file'}`).toMatchObject({
+      for (const [url, reason] of cases) {
+        for (const args of [['migrate'], ['serve']]) {
+          // LOG_LEVEL info: nothing but the one line may reach stderr (node-postgres's SECURITY WARNING would).
+          const failure = refusal(
+            await runCli(args, { DATABASE_URL: url, PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'info' }),
+          );
+          expect(failure, `${args[0]} ${url}`).toMatchObject({
             error: 'invalid_configuration',
             variable: 'DATABASE_URL',
           });
-          expect(failure.message).toMatch(/not writable|cannot make the lock/);
+          expect(failure.message, url).toMatch(reason);
+          expect(failure.message).not.toContain('hunter2');
         }
-      } finally {
-        undo();
       }
-    }
-  });
+    },
+  );
+
+  // A dozen process starts: several seconds each on a loaded CI machine.
+  it(
+    'names DATABASE_URL when the SQLite file or its folder cannot be written',
+    { timeout: 240_000 },
+    async () => {
+      // /proc takes no new files: serve cannot make its lock there.
+      const proc = refusal(
+        await runCli(['serve'], { DATABASE_URL: 'sqlite:/proc/cfgfix-walk.db', PORT: '0', GRPC_PORT: '0' }),
+      );
+      expect(proc).toMatchObject({ error: 'invalid_configuration', variable: 'DATABASE_URL' });
+      expect(proc.message).toContain('serve-lock');
+
+      const folder = mkdtempSync(join(dir, 'read-only-'));
+      const file = join(folder, 'atrium.db');
+      const url = `sqlite:${file}`;
+      expect((await runCli(['migrate'], { DATABASE_URL: url })).code).toBe(0);
+      for (const [target, isFolder, commands] of [
+        [file, false, [['migrate'], ['orgs', 'create', '--name', 'Refused']]],
+        [folder, true, [['serve'], ['migrate'], ['orgs', 'create', '--name', 'Refused']]],
+      ] as const) {
+        const undo = readOnly(target, isFolder);
+        if (!undo) continue; // root without chattr +i: nothing here can make it read-only
+        try {
+          for (const args of commands) {
+            const failure = refusal(
+              await runCli([...args], { DATABASE_URL: url, PORT: '0', GRPC_PORT: '0' }),
+            );
+            expect(failure, `${args.join(' ')} on a read-only ${isFolder ? 'folder' : 'file'}`).toMatchObject(
+              {
+                error: 'invalid_configuration',
+                variable: 'DATABASE_URL',
+              },
+            );
+            expect(failure.message).toMatch(/not writable|cannot make the lock/);
+          }
+        } finally {
+          undo();
+        }
+      }
+    },
+  );
 
   it('refuses a second serve on one SQLite file reached through a symbolic link', async () => {
     const folder = mkdtempSync(join(dir, 'linked-'));
