@@ -108,6 +108,73 @@ function openSqlite(path: string, plugins: KyselyPlugin[], answers: AnswerListen
     counter,
     answers,
     () => dataVersion.get() as number,
+    memory ? undefined : (apply) => migrateSqliteExclusively(db, conn, `sqlite:${path}`, apply),
+  );
+}
+
+/** How long a starting process waits for another one's migration to finish before it gives up. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Migrates an SQLite file safely beside other processes starting on it at the same moment (a
+ * fresh file under `atrium serve` and `atrium seed`, or eight admin commands at once). Kysely's
+ * migration lock is a no-op on SQLite and runs each statement on its own there, so two starters
+ * would both see the file empty and both create its tables. Here the whole run, Kysely's own
+ * bookkeeping tables included, is one `BEGIN IMMEDIATE` transaction: SQLite's write lock, which
+ * every other process waits for (up to MIGRATION_LOCK_WAIT_MS). Inside it the Migrator reads what
+ * is pending afresh, so a process that waited finds nothing left to do; and a failure rolls back
+ * whole (SQLite's DDL is transactional), leaving the file as it was.
+ *
+ * The store's one connection is held meanwhile, so no other statement of this process lands in
+ * the transaction; the Migrator gets a Kysely of its own over the same connection (one bound to
+ * the held connection would wait for itself).
+ */
+async function migrateSqliteExclusively(
+  db: Db,
+  conn: SQLite.Database,
+  databaseUrl: string,
+  apply: (db: Db) => Promise<string[]>,
+): Promise<string[]> {
+  return db.connection().execute(async () => {
+    const own = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) });
+    conn.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+    try {
+      conn.exec('BEGIN IMMEDIATE');
+    } finally {
+      conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
+    try {
+      refuseForeignSqlite(conn, databaseUrl);
+      const applied = await apply(own);
+      conn.exec('COMMIT');
+      return applied;
+    } catch (err) {
+      if (conn.inTransaction) conn.exec('ROLLBACK');
+      throw err;
+    }
+    // `own` is not destroyed: that would close the connection the store goes on using.
+  });
+}
+
+/**
+ * A file with tables but without Kysely's migration table was not made by Atrium (DATABASE_URL
+ * names someone else's database): refused as DATABASE_URL's error before anything is written to it,
+ * rather than an internal error halfway through the first migration.
+ */
+function refuseForeignSqlite(conn: SQLite.Database, databaseUrl: string): void {
+  const tables = conn
+    .prepare(
+      "select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite\\_%' escape '\\'",
+    )
+    .pluck()
+    .all() as string[];
+  if (tables.length === 0 || tables.includes('kysely_migration')) return;
+  const shown = tables.slice(0, 5).join(', ') + (tables.length > 5 ? ', ...' : '');
+  throw new ConfigError(
+    'DATABASE_URL',
+    `a new SQLite file or one Atrium made; this file holds tables Atrium did not create (${shown})`,
+    databaseUrl,
   );
 }
 
@@ -125,7 +192,7 @@ function openSqliteFile(path: string): SQLite.Database {
     conn = new SQLite(path);
     if (path !== ':memory:') conn.pragma('journal_mode = WAL');
     conn.pragma('foreign_keys = ON');
-    conn.pragma('busy_timeout = 5000');
+    conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     conn.pragma('synchronous = NORMAL');
     return conn;
   } catch (err) {
@@ -248,6 +315,8 @@ function makeStore(
   counter: { n: number },
   answers: AnswerListeners,
   foreignCommits?: () => number,
+  /** Runs `apply` as the one migrator of the database (SQLite files); PostgreSQL's Kysely locks itself. */
+  exclusively?: (apply: (db: Db) => Promise<string[]>) => Promise<string[]>,
 ): Store {
   return {
     db,
@@ -264,14 +333,23 @@ function makeStore(
     async migrate() {
       // Numbers are handed out to parallel work, so a database may have a later one applied before
       // an earlier one lands; each migration stands alone, so that order is harmless.
-      const migrator = new Migrator({
-        db,
-        provider: new StaticMigrationProvider(dialect),
-        allowUnorderedMigrations: true,
-      });
-      const { error, results } = await migrator.migrateToLatest();
-      if (error) throw error instanceof Error ? error : new Error(String(error));
-      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+      const migratorOn = (on: Db) =>
+        new Migrator({
+          db: on,
+          provider: new StaticMigrationProvider(dialect),
+          allowUnorderedMigrations: true,
+        });
+      const apply = async (on: Db) => {
+        const { error, results } = await migratorOn(on).migrateToLatest();
+        if (error) throw error instanceof Error ? error : new Error(String(error));
+        return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+      };
+      if (!exclusively) return apply(db);
+      // Up to date (every start but the first after an upgrade): no write lock is needed, and none
+      // is waited for behind another process's long write.
+      const migrations = await migratorOn(db).getMigrations();
+      if (migrations.every((m) => m.executedAt !== undefined)) return [];
+      return exclusively(apply);
     },
     async ping() {
       await sql`select 1`.execute(db);
