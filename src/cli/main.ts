@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/load.js';
 import { closeServices, createServices } from '../compose.js';
 import { MissingId } from './args.js';
-import { ADMIN_COMMANDS } from './commands.js';
+import { ADMIN_COMMANDS, type AdminJob } from './commands.js';
 import { printResult, reportFailure, UsageError } from './io.js';
 import { runMigrate } from './migrate.js';
 import { runSeed } from './seed.js';
@@ -86,14 +86,18 @@ async function main(argv: string[]): Promise<number> {
       const name = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
       throw new UsageError(`unknown command "${name}"; run "atrium --help"`);
     }
+    // Every argument is checked before the configuration is read or the database opened: bad
+    // usage exits 2 without making ./data/atrium.db, migrating it, or trying to reach a server.
+    let job: AdminJob;
+    try {
+      job = admin.prepare(rest);
+    } catch (err) {
+      throw err instanceof MissingId ? new UsageError(`usage: atrium ${admin.synopsis}`) : err;
+    }
     const config = loadConfig();
     const services = await createServices(config, { migrate: true });
     try {
-      printResult(
-        await admin.run(services, rest).catch((err: unknown) => {
-          throw err instanceof MissingId ? new UsageError(`usage: atrium ${admin.synopsis}`) : err;
-        }),
-      );
+      printResult(await job(services));
     } finally {
       await closeServices(services);
     }

@@ -74,7 +74,7 @@ export const OAUTH_COMMANDS: Record<string, AdminCommand> = {
   'clients create': {
     synopsis:
       'clients create --name N [--redirect-uri URI]... [--scopes "a b"] [--public] [--first-party] [--user ID]',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { values } = parse(argv, {
         name: { type: 'string' },
         'redirect-uri': { type: 'string', multiple: true },
@@ -83,44 +83,48 @@ export const OAUTH_COMMANDS: Record<string, AdminCommand> = {
         'first-party': { type: 'boolean' },
         user: { type: 'string' },
       });
-      return s.oauth.clients.create({
+      const input = {
         name: required(values, 'name'),
         redirectUris: values['redirect-uri'] ?? [],
         scopes: values.scopes,
         public: values.public,
         firstParty: values['first-party'],
         userId: values.user,
-      });
+      };
+      return (s) => s.oauth.clients.create(input);
     },
   },
 
   'tokens issue': {
     synopsis: 'tokens issue --user ID --scopes "a b" [--client ID]',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { values } = parse(argv, {
         user: { type: 'string' },
         scopes: { type: 'string' },
         client: { type: 'string' },
       });
-      return issueOperatorTokens(s, {
+      const input = {
         userId: required(values, 'user'),
         scopes: required(values, 'scopes'),
         clientId: values.client,
-      });
+      };
+      return (s) => issueOperatorTokens(s, input);
     },
   },
 
   'signing-keys rotate': {
     synopsis: 'signing-keys rotate',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       parse(argv, {});
-      if (!s.oauth.signingKeys) {
-        throw new DomainError(
-          'conflict',
-          'TOKEN_SIGNING=hs256 signs with JWT_SECRET; there are no signing keys to rotate.',
-        );
-      }
-      return s.oauth.signingKeys.rotate();
+      return async (s) => {
+        if (!s.oauth.signingKeys) {
+          throw new DomainError(
+            'conflict',
+            'TOKEN_SIGNING=hs256 signs with JWT_SECRET; there are no signing keys to rotate.',
+          );
+        }
+        return s.oauth.signingKeys.rotate();
+      };
     },
   },
 };

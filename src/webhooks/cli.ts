@@ -7,66 +7,74 @@ import { webhooksOf } from './index.js';
 export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
   'webhooks create': {
     synopsis: 'webhooks create --url URL [--events a,b] --user ID',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { values } = parse(argv, {
         url: { type: 'string' },
         events: { type: 'string' },
         user: { type: 'string' },
       });
-      const events = values.events
-        ?.split(',')
-        .map((e) => e.trim())
-        .filter((e) => e !== '');
-      const created = await webhooksOf(s).endpoints.create(SYSTEM_ACTOR, {
+      const input = {
         url: required(values, 'url'),
-        events,
+        events: values.events
+          ?.split(',')
+          .map((e) => e.trim())
+          .filter((e) => e !== ''),
         userId: required(values, 'user'),
-      });
-      return { id: created.id, url: created.url, events: created.events, secret: created.secret };
+      };
+      return async (s) => {
+        const created = await webhooksOf(s).endpoints.create(SYSTEM_ACTOR, input);
+        return { id: created.id, url: created.url, events: created.events, secret: created.secret };
+      };
     },
   },
 
   'webhooks list': {
     synopsis: 'webhooks list --user ID',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { values } = parse(argv, { user: { type: 'string' } });
-      const { endpoints } = webhooksOf(s);
       const userId = required(values, 'user');
-      const data = [];
-      let cursor: string | undefined;
-      do {
-        const page = await endpoints.list(SYSTEM_ACTOR, { userId, limit: 100, cursor });
-        data.push(...page.data);
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor);
-      return { data };
+      return async (s) => {
+        const { endpoints } = webhooksOf(s);
+        const data = [];
+        let cursor: string | undefined;
+        do {
+          const page = await endpoints.list(SYSTEM_ACTOR, { userId, limit: 100, cursor });
+          data.push(...page.data);
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        return { data };
+      };
     },
   },
 
   'webhooks delete': {
     synopsis: 'webhooks delete ID',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { id } = withId(argv);
-      await webhooksOf(s).endpoints.delete(SYSTEM_ACTOR, id);
-      return { id, deleted: true };
+      return async (s) => {
+        await webhooksOf(s).endpoints.delete(SYSTEM_ACTOR, id);
+        return { id, deleted: true };
+      };
     },
   },
 
   'webhooks send-test': {
     synopsis: 'webhooks send-test ID --type T',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { id, values } = withId(argv, { type: { type: 'string' } });
-      return webhooksOf(s).endpoints.sendTest(SYSTEM_ACTOR, id, required(values, 'type'));
+      const type = required(values, 'type');
+      return (s) => webhooksOf(s).endpoints.sendTest(SYSTEM_ACTOR, id, type);
     },
   },
 
   'webhooks resend': {
     synopsis: 'webhooks resend DELIVERY_ID --endpoint ENDPOINT_ID',
-    run: async (s, argv) => {
+    prepare: (argv) => {
       const { id, values } = withId(argv, {
         endpoint: { type: 'string' },
       });
-      return webhooksOf(s).deliveries.resend(SYSTEM_ACTOR, required(values, 'endpoint'), id);
+      const endpointId = required(values, 'endpoint');
+      return (s) => webhooksOf(s).deliveries.resend(SYSTEM_ACTOR, endpointId, id);
     },
   },
 };

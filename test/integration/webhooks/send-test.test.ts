@@ -61,11 +61,9 @@ describe('send-test on a disabled endpoint', () => {
     expect(await eventsFor(endpoint.id)).toBe(0);
 
     // The command line calls the same rule.
-    const cli = WEBHOOK_COMMANDS['webhooks send-test']!.run(atrium.services, [
-      endpoint.id,
-      '--type',
-      'payment.failed',
-    ]);
+    const cli = WEBHOOK_COMMANDS['webhooks send-test']!.prepare([endpoint.id, '--type', 'payment.failed'])(
+      atrium.services,
+    );
     await expect(cli).rejects.toBeInstanceOf(DomainError);
     await expect(cli).rejects.toMatchObject({ code: 'conflict', message: DISABLED });
     expect(await eventsFor(endpoint.id)).toBe(0);
