@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/build.js';
 import { runBuiltCli, type CliResult } from '../helpers/cli.js';
+import { serve } from '../helpers/serve.js';
 import { freshDatabase, testDialect, type TestDatabase } from '../helpers/database.js';
 
 /** Every table (and view) in an SQLite file, by name. */
@@ -86,19 +87,29 @@ describe('migrating a fresh database from several processes at once', { timeout:
   });
 
   it.runIf(testDialect() === 'sqlite')(
-    'serve and seed started together on a fresh SQLite file both start',
+    "the README's first run, serve and seed started together on a fresh SQLite file, starts both",
     async () => {
       for (let round = 1; round <= 3; round++) {
         const url = `sqlite:${join(dir, `serve-seed-${round}.db`)}`;
-        const env = { DATABASE_URL: url, LOG_LEVEL: 'silent', PORT: '0', GRPC_PORT: '0' };
-        // `migrate` is `serve`'s first step on its own; `serve` itself would hold the port and the
-        // file's serve lock, so the one started beside seed is `migrate` plus admin commands.
-        const results = await Promise.all([
+        const env = { DATABASE_URL: url, LOG_LEVEL: 'silent' };
+        const [served, ...results] = await Promise.allSettled([
+          serve(
+            { DATABASE_URL: url, PORT: String(4760 + round), GRPC_PORT: String(4770 + round) },
+            { asUser: { cwd: dir } },
+          ),
           runBuiltCli(['seed'], env),
-          runBuiltCli(['migrate'], env),
-          ...Array.from({ length: 4 }, (_, i) => runBuiltCli(['orgs', 'create', '--name', `S${i}`], env)),
+          runBuiltCli(['orgs', 'create', '--name', 'Beside'], env),
         ]);
-        expect(failures(results), `round ${round}`).toEqual([]);
+        if (served.status === 'fulfilled') {
+          const ready = await fetch(`${served.value.url}/readyz`);
+          expect(ready.status, `round ${round}`).toBe(200);
+          expect(await served.value.stop(), served.value.stderr()).toBe(0);
+        }
+        expect(served.status === 'rejected' ? String(served.reason) : '', `round ${round}`).toBe('');
+        const done = results.map((r) =>
+          r.status === 'fulfilled' ? r.value : { code: -1, stdout: '', stderr: String(r.reason) },
+        );
+        expect(failures(done), `round ${round}`).toEqual([]);
       }
     },
   );
