@@ -4,7 +4,7 @@ import { createAtrium, SERVER_ROLES, type ServerRole } from '../compose.js';
 import { parse } from './args.js';
 import { UsageError } from './io.js';
 import { claimSqlite } from '../process/sqlite-guard.js';
-import { withoutPassword } from '../store/first-contact.js';
+import { withoutPassword } from '../config/redact.js';
 import { stopOnSignals } from '../process/stop-signals.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {

@@ -9,6 +9,7 @@ import { ensureDatabase } from './database.js';
 import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
 import { assertPlanFits, assertPortsFree, type PlannedPort } from './ports.js';
+import { withoutPassword } from '../config/redact.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -238,7 +239,7 @@ export class Cluster {
       throw new ConfigError(
         'CLUSTER_DATABASE_URL',
         `a PostgreSQL server that answers and lets its user create the database (${code ?? message ?? String(err)})`,
-        redactPassword(options.databaseUrl),
+        withoutPassword(options.databaseUrl),
       );
     });
     if (options.signal?.aborted) throw new StartAborted();
@@ -644,16 +645,6 @@ export function plannedPorts(
         .map((port) => ({ port, setting: 'CLUSTER_BASE_PORT', listener: s.name })),
     ),
   ];
-}
-
-function redactPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
-  }
 }
 
 function hostForUrl(host: string): string {

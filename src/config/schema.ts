@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { withoutPassword } from './redact.js';
 
 /**
  * Every environment variable Atrium reads, in one table: the parser, the default and the text that
@@ -90,7 +91,7 @@ const REDIS_ACCEPTS = 'redis://[user:password@]host[:port][/db] or rediss://...,
  */
 function redisUrlChecked(raw: string): string {
   const refuse = (why: string): never => {
-    throw new ConfigError('REDIS_URL', `${REDIS_ACCEPTS} (${why})`, redacted(raw));
+    throw new ConfigError('REDIS_URL', `${REDIS_ACCEPTS} (${why})`, withoutPassword(raw));
   };
   if (!/^rediss?:\/\//i.test(raw)) refuse('it must start with redis:// or rediss://');
   let parsed: URL;
@@ -136,11 +137,6 @@ function postgresUrlProblem(raw: string): string | undefined {
   if (sslmode !== null && !PG_SSL_MODES.includes(sslmode))
     return `sslmode must be one of ${PG_SSL_MODES.join(', ')}, got "${sslmode}"`;
   return undefined;
-}
-
-/** A URL for an error message: its password, if any, shown as ***. */
-function redacted(raw: string): string {
-  return raw.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
 }
 
 /**
@@ -337,7 +333,7 @@ export function parseConfig(env: Env): Config {
     throw new ConfigError(
       'DATABASE_URL',
       'sqlite:<path>, sqlite::memory: or postgres://...',
-      redacted(databaseUrl),
+      withoutPassword(databaseUrl),
     );
   }
   const pgProblem = databaseUrl.startsWith('sqlite:') ? undefined : postgresUrlProblem(databaseUrl);
@@ -345,7 +341,7 @@ export function parseConfig(env: Env): Config {
     throw new ConfigError(
       'DATABASE_URL',
       `postgres://[user[:password]@]host[:port]/database[?sslmode=...] (${pgProblem})`,
-      redacted(databaseUrl),
+      withoutPassword(databaseUrl),
     );
   }
 

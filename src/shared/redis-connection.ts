@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { withoutPassword } from '../config/redact.js';
 import { ConfigError } from '../config/schema.js';
 import { isSelectRefusal, REDIS_CALL_TIMEOUT_MS } from './health.js';
 
@@ -55,7 +56,7 @@ export async function refuseMissingDatabase(redis: Redis, url: string): Promise<
     throw new ConfigError(
       'REDIS_URL',
       `a database index this Redis server has (SELECT ${db}: ${(err as Error).message})`,
-      url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@'),
+      withoutPassword(url),
     );
   }
 }

@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/schema.js';
 import { isStoreUnavailable } from './errors.js';
 import type { Store } from './store.js';
+import { withoutPassword } from '../config/redact.js';
 
 /** PostgreSQL's answers that mean the URL names a role, password or database the server does not have. */
 const LOGIN_STATES = new Set(['28000', '28P01', '3D000']);
@@ -32,18 +33,6 @@ function settingFault(dialect: string, err: unknown): string | undefined {
   if (isStoreUnavailable(err) || LOGIN_STATES.has(code))
     return `a PostgreSQL database this process can reach and log in to (${message})`;
   return undefined;
-}
-
-/** The URL with its password (if any) hidden, for messages. */
-export function withoutPassword(databaseUrl: string): string {
-  try {
-    const url = new URL(databaseUrl);
-    if (url.password === '') return databaseUrl;
-    url.password = '***';
-    return url.toString();
-  } catch {
-    return databaseUrl.replace(/\/\/[^@/]*@/, '//***@');
-  }
 }
 
 /**

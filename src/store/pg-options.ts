@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { ConfigError } from '../config/schema.js';
-import { withoutPassword } from './first-contact.js';
+import { withoutPassword } from '../config/redact.js';
 
 const SSL_FILES = { sslcert: 'cert', sslkey: 'key', sslrootcert: 'ca' } as const;
 
