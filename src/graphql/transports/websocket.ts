@@ -50,9 +50,7 @@ export function attachWebSocket(
   app: FastifyInstance,
   services: Services,
   pipeline: GraphQLPipeline,
-  options: { closeGraceMs?: number } = {},
 ): { close(): Promise<void> } {
-  const closeGraceMs = options.closeGraceMs ?? WS_CLOSE_GRACE_MS;
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
@@ -122,11 +120,11 @@ export function attachWebSocket(
       const grace = setTimeout(() => {
         if (wss.clients.size === 0) return;
         services.logger.warn(
-          { sockets: wss.clients.size, grace_ms: closeGraceMs },
+          { sockets: wss.clients.size, grace_ms: WS_CLOSE_GRACE_MS },
           'WebSockets still open after the close grace period; terminating them',
         );
         for (const socket of wss.clients) socket.terminate();
-      }, closeGraceMs);
+      }, WS_CLOSE_GRACE_MS);
       try {
         await disposed;
       } finally {
