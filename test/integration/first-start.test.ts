@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/build.js';
 import { serve } from '../helpers/serve.js';
+import { claimSqlite } from '../../src/process/sqlite-guard.js';
 
 /**
  * `npm start` in a fresh clone: `node bin/atrium.js serve` with no configuration at all, in a
@@ -29,10 +30,14 @@ describe('the first npm start in a fresh clone', { timeout: 120_000 }, () => {
       expect(ready.status, await ready.text()).toBe(200);
       expect(existsSync(join(cwd, 'data', 'atrium.db'))).toBe(true);
       expect(readdirSync(join(cwd, 'data'))).toContain('atrium.db.serve-lock');
+      expect(() => claimSqlite(`sqlite:${join(cwd, 'data', 'atrium.db')}`)).toThrow(
+        `process ${served.child.pid} already serves it`,
+      );
     } finally {
       code = await served.stop();
     }
     expect(code, served.stderr()).toBe(0);
-    expect(readdirSync(join(cwd, 'data'))).not.toContain('atrium.db.serve-lock');
+    // The lock file stays; what matters is that the next server can take it.
+    claimSqlite(`sqlite:${join(cwd, 'data', 'atrium.db')}`)!.release();
   });
 });

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { createServer } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,34 +100,6 @@ describe('SQLite is served by one process', () => {
     url = `sqlite:${join(dir, 'atrium.db')}`;
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  it('refuses a second serving process on the same file with one line naming DATABASE_URL', async () => {
-    const other = spawn('sleep', ['30']);
-    try {
-      writeFileSync(join(dir, 'atrium.db.serve-lock'), `${other.pid}\n`);
-      let thrown: unknown;
-      try {
-        claimSqlite(url);
-      } catch (err) {
-        thrown = err;
-      }
-      expect(thrown).toBeInstanceOf(ConfigError);
-      expect((thrown as ConfigError).variable).toBe('DATABASE_URL');
-      expect((thrown as Error).message).toContain(`process ${other.pid} already serves it`);
-      expect((thrown as Error).message).toContain('PostgreSQL');
-      expect((thrown as Error).message).not.toContain('\n');
-    } finally {
-      other.kill();
-    }
-  });
-
-  it('takes over the lock a dead process left, and releases it', () => {
-    writeFileSync(join(dir, 'atrium.db.serve-lock'), '2147483646\n');
-    const claim = claimSqlite(url)!;
-    expect(readFileSync(join(dir, 'atrium.db.serve-lock'), 'utf8').trim()).toBe(String(process.pid));
-    claim.release();
-    expect(existsSync(join(dir, 'atrium.db.serve-lock'))).toBe(false);
-  });
 
   it('leaves in-memory databases alone: nothing there can be shared', () => {
     expect(claimSqlite('sqlite::memory:')).toBeUndefined();
