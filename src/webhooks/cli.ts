@@ -1,7 +1,24 @@
 import { parse, required, withId } from '../cli/args.js';
 import type { AdminCommand } from '../cli/commands.js';
 import { SYSTEM_ACTOR } from '../domain/actor.js';
+import { UsageError } from '../cli/io.js';
 import { webhooksOf } from './index.js';
+
+/**
+ * `--events a,b`. Left out, the endpoint hears every event (REST's empty list means the same); given
+ * with no name in it (`--events ,` or `--events ""`, a script's empty variable) it is refused rather
+ * than read as "every event", the opposite of what a script that meant to name some would want.
+ */
+function eventList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const events = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (events.length === 0)
+    throw new UsageError('--events needs at least one event type (leave it out for all)');
+  return events;
+}
 
 /** `atrium webhooks ...`: operators act as the system, on any user's endpoints. */
 export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
@@ -15,10 +32,7 @@ export const WEBHOOK_COMMANDS: Record<string, AdminCommand> = {
       });
       const input = {
         url: required(values, 'url'),
-        events: values.events
-          ?.split(',')
-          .map((e) => e.trim())
-          .filter((e) => e !== ''),
+        events: eventList(values.events),
         userId: required(values, 'user'),
       };
       return async (s) => {

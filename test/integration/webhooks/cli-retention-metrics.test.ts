@@ -77,6 +77,15 @@ describe('atrium webhooks (command line)', () => {
     expect(JSON.parse(badType.stderr)).toMatchObject({ error: 'validation_error' });
     const noUser = await runCli(['webhooks', 'create', '--url', receiver.url('/cli')], env);
     expect(noUser.code).toBe(2);
+    // An --events with no name in it is a mistake, not "every event".
+    for (const events of [',', '', ' , ']) {
+      const none = await runCli(
+        ['webhooks', 'create', '--url', receiver.url('/cli'), '--events', events, '--user', userId],
+        env,
+      );
+      expect(none.code, JSON.stringify(events)).toBe(2);
+      expect(none.stderr).toContain('--events');
+    }
 
     // The event the CLI queued waits in the outbox until a worker runs.
     const atrium = await createAtrium(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url }), [
