@@ -3,6 +3,7 @@ import { DomainError } from '../domain/errors.js';
 import type { Role } from '../store/types.js';
 import type { ClientService } from './clients.js';
 import type { RefreshTokens } from './refresh.js';
+import { grantableBy } from './scope.js';
 import { TokenRejected, type AccessClaims, type AccessTokens } from './tokens.js';
 
 export interface TokenSubject {
@@ -37,7 +38,11 @@ export class TokenIntrospector {
   async inspect(token: string): Promise<ActiveToken> {
     if (!TokenIntrospector.isJwtShaped(token)) return this.inspectOpaque(token);
     const claims = await this.tokens.verify(token);
-    return { claims, subject: await this.liveSubject(claims) };
+    const subject = await this.liveSubject(claims);
+    // The role is the user's now, not when the token was issued: a user demoted to viewer keeps
+    // only what a viewer may grant, as their API keys do, for the rest of the token's life.
+    if (subject.role === null) return { claims, subject };
+    return { claims: { ...claims, scope: grantableBy(subject.role, claims.scope) }, subject };
   }
 
   /** RFC 7662 view: the token, or null for anything inactive. */
