@@ -22,6 +22,13 @@ export interface FollowOptions {
   signal: AbortSignal;
   /** How often the shared event table is read for events committed by other instances. */
   pollMs?: number;
+  /**
+   * The viewer as they are now, asked before live events are sent: the read rule is applied again
+   * to them, so a viewer who may no longer read the user (an admin demoted since) gets forbidden
+   * instead of the events. Rejecting ends the stream with that error. Without it, the viewer the
+   * stream began with is kept.
+   */
+  viewerNow?: () => Promise<Viewer>;
 }
 
 export const RECENT_ACTIVITY = 20;
@@ -121,6 +128,7 @@ export class UserActivity {
         for (const row of rows) {
           if (seen.has(row.id)) continue;
           if (signal.aborted) return;
+          if (options.viewerNow) await this.users.read(await options.viewerNow(), userId);
           seen.set(row.id, Date.parse(row.created_at));
           yield toActivity(row);
         }

@@ -25,16 +25,17 @@ export interface GraphQLContext {
   commentFeed?: CommentFeed | undefined;
   /**
    * Authenticates a stream's credentials again; rejects with UNAUTHENTICATED once they no longer
-   * hold (key revoked, user deleted, token expired). Absent for anonymous callers and single answers.
+   * hold (key revoked, user deleted, token expired), and resolves to the caller as they are now, so
+   * each event is read under the caller's current role. Absent for anonymous callers and single answers.
    */
-  recheck?: (() => Promise<void>) | undefined;
+  recheck?: (() => Promise<Principal | null>) | undefined;
 }
 
 export interface ContextExtras {
   /** The caller's network address, for anonymous budgets. */
   address?: string | undefined;
   commentFeed?: CommentFeed | undefined;
-  recheck?: (() => Promise<void>) | undefined;
+  recheck?: (() => Promise<Principal | null>) | undefined;
 }
 
 export function createContext(

@@ -34,10 +34,11 @@ export interface CallContext {
   /** Users this call has read already (the caller, when a key authenticated it): for core reads. */
   users: RequestUsers;
   /**
-   * Authenticates the call's credentials again; rejects (UNAUTHENTICATED) once they no longer hold.
+   * Authenticates the call's credentials again; rejects (UNAUTHENTICATED) once they no longer hold,
+   * and resolves to the caller as they are now (their role may have changed since the call began).
    * A stream asks before each message, so a key revoked or a user deleted meanwhile ends it.
    */
-  recheck(): Promise<void>;
+  recheck(): Promise<Actor>;
 }
 
 export type UnaryHandler<Req, Res> = (ctx: CallContext, request: Req) => Promise<Res>;
@@ -267,7 +268,11 @@ export class CallPipeline {
       actor: toActor(principal),
       requestId: started.requestId,
       users,
-      recheck: async () => void (await authenticator.authenticate(credentials)),
+      recheck: async () => {
+        const now = await authenticator.authenticate(credentials);
+        if (!now) throw missingCredentials();
+        return toActor(now);
+      },
       get log() {
         return started.log;
       },

@@ -82,12 +82,11 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
       async (ctx, request, send) => {
         const events = deps.activity.follow(ctx.actor, requireUserId(request.userId), {
           signal: ctx.signal,
+          // Before each message: the credentials again, and the read rule for the caller as they are now.
+          viewerNow: () => ctx.recheck(),
           ...(deps.activityPollMs === undefined ? {} : { pollMs: deps.activityPollMs }),
         });
-        for await (const event of events) {
-          await ctx.recheck();
-          await send(toActivityMessage(event));
-        }
+        for await (const event of events) await send(toActivityMessage(event));
       },
       { endOnDrain: true },
     ),

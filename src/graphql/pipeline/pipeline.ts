@@ -239,9 +239,10 @@ export function createPipeline(
   /**
    * A stream's credentials checked again, through the same step and error mapping as at its start:
    * UNAUTHENTICATED once they stop holding, SERVICE_UNAVAILABLE while the store cannot be reached.
+   * Resolves to the caller as they are now (their role may have changed since the stream began).
    */
-  async function recheck(credentials: Credentials): Promise<void> {
-    await authenticate(credentials);
+  function recheck(credentials: Credentials): Promise<Principal | null> {
+    return authenticate(credentials);
   }
 
   /**

@@ -293,14 +293,15 @@ export class CommentFeed {
    *
    * `recheck` authenticates the subscriber's credentials again before each delivery: a key revoked
    * or a user deleted since the subscription began (by any process) ends the stream with that error
-   * instead of the comment. An event met by a database that cannot be reached (the check, or the
+   * instead of the comment, and the comment is read as the subscriber is now, so an admin demoted
+   * since stops receiving the comments of a draft they no longer may see. An event met by a database that cannot be reached (the check, or the
    * read of the comment) is answered with that error instead, and the stream stays open: the next
    * event once the database answers is delivered (docs/graphql.md, Subscriptions).
    */
   subscribe(
     postId: string,
     viewer: Principal | null,
-    recheck?: () => Promise<void>,
+    recheck?: () => Promise<Principal | null>,
   ): AsyncGenerator<Comment | Undeliverable> {
     const { core, logger } = this.services;
     const pending: CommentAdded[] = [];
@@ -336,9 +337,10 @@ export class CommentFeed {
             wake = undefined;
             continue;
           }
+          let reader = viewer;
           if (recheck) {
             try {
-              await recheck();
+              reader = await recheck();
             } catch (err) {
               // The database away: this event is answered with the error, the next may be delivered.
               if (checkUnavailable(err)) {
@@ -352,7 +354,7 @@ export class CommentFeed {
           let comment: Comment;
           try {
             // The core reads the comment as the subscriber: one on a post they may not see is not found.
-            comment = await core.comments.get(viewer, next.commentId);
+            comment = await core.comments.get(reader, next.commentId);
           } catch (err) {
             // The database away: answered with the error (the masking maps it and logs the outage
             // once), not dropped in silence; the stream stays open.

@@ -160,6 +160,33 @@ describe('Subscription.commentAdded over graphql-ws and graphql-sse', () => {
       expect(anonymous.received).toEqual([]);
       await Promise.all([outsider.stop(), anonymous.stop(), owner.stop()]);
     });
+
+    it('stops giving a draft’s comments to an admin once demoted, by another process too', async () => {
+      const admin = await server.atrium.caller({ role: 'admin' });
+      const sub = subscribe(transport, server.base, draft, admin.key);
+      await settle(300);
+      await comment(draft, 'seen as admin');
+      expect((await sub.next()).body).toBe('seen as admin');
+      // Straight in the store's terms, as another process would: no signal reaches this one.
+      await server.atrium.services.store.db
+        .updateTable('users')
+        .set({ role: 'member' })
+        .where('id', '=', admin.userId)
+        .execute();
+      await comment(draft, 'hidden from members');
+      await settle(500);
+      // Promoted again, the next one arrives: the one between was read as a member and skipped.
+      await server.atrium.services.store.db
+        .updateTable('users')
+        .set({ role: 'admin' })
+        .where('id', '=', admin.userId)
+        .execute();
+      await comment(draft, 'seen as admin again');
+      expect((await sub.next()).body).toBe('seen as admin again');
+      expect(sub.received.map((c) => c.body)).toEqual(['seen as admin', 'seen as admin again']);
+      expect(sub.errors).toEqual([]);
+      await sub.stop();
+    });
   });
 
   it('closes a WebSocket that sends no connection_init within 10 s with 4408', async () => {

@@ -161,6 +161,33 @@ describe('gRPC StreamUserActivity', () => {
     expect(events).toHaveLength(1);
   });
 
+  it('ends with PERMISSION_DENIED, sending nothing more, when the admin following someone is demoted', async () => {
+    const watched = await atrium.caller({ role: 'member' });
+    const watcher = await atrium.caller({ role: 'admin' });
+    await atrium.services.core.users.updateSelfService(
+      { id: watched.userId, kind: 'user', role: 'member' },
+      watched.userId,
+      { name: 'Watched By Admin' },
+    );
+    const events: ActivityMessage[] = [];
+    const call = client.StreamUserActivity!(
+      { user_id: watched.userId },
+      metadataFor(watcher.headers),
+    ) as grpc.ClientReadableStream<ActivityMessage>;
+    let ended: grpc.StatusObject | undefined;
+    call.on('data', (e: ActivityMessage) => events.push(e));
+    call.on('error', () => undefined);
+    call.on('status', (s) => (ended = s));
+    await waitFor(() => events.length >= 1, 5_000, 'the recent event');
+
+    // Demoted by another instance, then the watched user changes: that change is not theirs to see.
+    await elsewhere.core.users.updateAsAdmin(SYSTEM_ACTOR, watcher.userId, { role: 'member' });
+    await elsewhere.core.users.updateAsAdmin(SYSTEM_ACTOR, watched.userId, { name: 'Secret Name' });
+    await waitFor(() => ended !== undefined, 5_000, 'the end of the stream');
+    expect(ended?.code).toBe(status.PERMISSION_DENIED);
+    expect(events).toHaveLength(1);
+  });
+
   it('ends with UNAUTHENTICATED when the key it was opened with is revoked, by another instance too', async () => {
     const watcher = await atrium.caller({ role: 'member' });
     await atrium.services.core.users.updateSelfService(
