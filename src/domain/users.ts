@@ -112,7 +112,7 @@ export class UserService {
       );
     }
     const emailProblem = checkEmail(input.email);
-    if (emailProblem) problems.add('email', `email ${emailProblem}`);
+    if (emailProblem) problems.add('email', `email ${emailProblem}`, 'invalid_format');
     const role = input.role ?? 'member';
     if (!ROLES.includes(role))
       problems.add('role', 'role must be one of admin, member, viewer', 'invalid_enum');
@@ -427,7 +427,7 @@ function checkUpdate(input: UpdateUserInput): {
   if (input.email !== undefined) {
     fields.add('email');
     const bad = checkEmail(input.email);
-    if (bad) problems.add('email', `email ${bad}`);
+    if (bad) problems.add('email', `email ${bad}`, 'invalid_format');
     else patch.email = input.email.trim().toLowerCase();
   }
   if (input.role !== undefined) {

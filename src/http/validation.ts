@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import { DomainError } from '../domain/errors.js';
+import { checkEmail } from '../domain/validate.js';
 import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
 /**
@@ -17,6 +18,9 @@ function makeAjv(coerce: boolean): Ajv {
   };
   const ajv = new Ajv(options);
   (addFormats as unknown as (a: Ajv) => void)(ajv);
+  // One email rule on every surface: the core's, not ajv-formats' own (which refused what gRPC and
+  // GraphQL accepted, and the other way round).
+  ajv.addFormat('email', (value: string) => checkEmail(value) === null);
   return ajv;
 }
 

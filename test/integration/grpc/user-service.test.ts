@@ -299,7 +299,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       const violations = richStatus(error!).fieldViolations;
       expect(violations.map((v) => [v.field, v.reason])).toEqual([
         ['name', 'range_error'],
-        ['email', 'invalid'],
+        ['email', 'invalid_format'],
         ['role', 'invalid_enum'],
       ]);
       expect(violations[0]!.description).toBe('name must not be blank');
@@ -324,7 +324,7 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
         ['user_id', 'required'],
         ['update_mask.paths', 'unknown_field'],
         ['name', 'range_error'],
-        ['email', 'invalid'],
+        ['email', 'invalid_format'],
         ['role', 'invalid_enum'],
       ]);
     });
