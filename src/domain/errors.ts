@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'invalid_token'
   | 'token_expired'
   | 'conflict'
+  | 'precondition_failed'
   | 'already_exists'
   | 'idempotency_key_reused'
   | 'idempotency_in_progress'
@@ -50,6 +51,13 @@ export const forbidden = (message = 'You may not act on this resource.'): Domain
 
 export const conflict = (message: string, meta: Record<string, unknown> = {}): DomainError =>
   new DomainError('conflict', message, [], meta);
+
+/**
+ * A write made on condition (the caller's precondition on the resource as it is now, such as "still
+ * the version I read") whose condition is false: nothing was changed.
+ */
+export const preconditionFailed = (message: string): DomainError =>
+  new DomainError('precondition_failed', message);
 
 export function invalid(field: string | null, message: string, code = 'invalid'): DomainError {
   return new DomainError('validation_error', message, [{ field, message, code }]);

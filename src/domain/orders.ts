@@ -4,7 +4,7 @@ import { iso } from './clock.js';
 import type { CoreDeps, Tx } from './context.js';
 import { inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
-import { conflict, DomainError, forbidden, notFound, Problems } from './errors.js';
+import { conflict, DomainError, forbidden, notFound, preconditionFailed, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
 import { checkFirst, type Connection, lazyEdge, pageInfoOf } from './connection.js';
 import { isId, newId } from './ids.js';
@@ -40,6 +40,23 @@ type OrderEvent = 'order.created' | 'order.updated' | 'order.cancelled' | 'order
 
 /** What a mutation decided: the order as it is now and the event to record, or nothing changed. */
 type Outcome = { order: Order; event: OrderEvent } | null;
+
+/**
+ * A caller's condition on the order as it is when the write runs ("still the version I read"),
+ * however the surface expresses it (REST: If-Match, If-Unmodified-Since).
+ */
+export type OrderPrecondition = (current: Order) => boolean;
+
+/** Options every write of an existing order takes. */
+export interface OrderWriteOptions {
+  /**
+   * Evaluated inside the write's transaction on the order as read for the write (row-locked on
+   * PostgreSQL, SQLite's single writer), after it was found and the caller authorised and before
+   * any other rule: false throws `precondition_failed` and nothing is written, so no concurrent
+   * writer can change the order between the check and the write.
+   */
+  precondition?: OrderPrecondition | undefined;
+}
 
 /**
  * Orders belong to the caller's identity (a user, or a client acting for itself). Owners act on
@@ -217,12 +234,13 @@ export class OrderService {
     actor: Actor,
     orderId: string,
     input: OrderItemInput,
+    options: OrderWriteOptions = {},
   ): Promise<{ order: Order; item: OrderItem }> {
     const problems = new Problems();
     checkItem(problems, input, '');
     problems.throwIfAny();
     let added: OrderItem | undefined;
-    const order = await this.mutate(actor, orderId, async (tx, current, now) => {
+    const order = await this.mutate(actor, orderId, options, async (tx, current, now) => {
       assertEditable(current.status);
       if (current.items.length >= MAX_ITEMS) {
         throw new DomainError('unprocessable', `An order holds at most ${MAX_ITEMS} items.`, [
@@ -239,8 +257,13 @@ export class OrderService {
     return { order, item: added! };
   }
 
-  async removeItem(actor: Actor, orderId: string, itemId: string): Promise<Order> {
-    return this.mutate(actor, orderId, async (tx, current, now) => {
+  async removeItem(
+    actor: Actor,
+    orderId: string,
+    itemId: string,
+    options: OrderWriteOptions = {},
+  ): Promise<Order> {
+    return this.mutate(actor, orderId, options, async (tx, current, now) => {
       if (!current.items.some((i) => i.id === itemId)) throw notFound('Order item', itemId);
       assertEditable(current.status);
       if (current.items.length === 1) {
@@ -254,9 +277,14 @@ export class OrderService {
   }
 
   /** PATCH: address, currency and coupon while PENDING; `status` advances (admin) or cancels. */
-  async update(actor: Actor, id: string, input: UpdateOrderInput): Promise<Order> {
+  async update(
+    actor: Actor,
+    id: string,
+    input: UpdateOrderInput,
+    options: OrderWriteOptions = {},
+  ): Promise<Order> {
     checkUpdateInput(input);
-    return this.mutate(actor, id, async (tx, current, now) => {
+    return this.mutate(actor, id, options, async (tx, current, now) => {
       const edits =
         input.currency !== undefined || input.shippingAddress !== undefined || input.couponCode !== undefined;
       const target = input.status;
@@ -289,9 +317,14 @@ export class OrderService {
   }
 
   /** PUT: replaces items, currency, address and coupon of a PENDING order; prices are looked up again. */
-  async replace(actor: Actor, id: string, input: ReplaceOrderInput): Promise<Order> {
+  async replace(
+    actor: Actor,
+    id: string,
+    input: ReplaceOrderInput,
+    options: OrderWriteOptions = {},
+  ): Promise<Order> {
     checkCreateInput(input);
-    return this.mutate(actor, id, async (tx, current, now) => {
+    return this.mutate(actor, id, options, async (tx, current, now) => {
       assertEditable(current.status);
       const lines = await priceLines(tx.db, input.items);
       const items = lines.map((l) => newItem(l, now.getTime()));
@@ -312,9 +345,9 @@ export class OrderService {
    * Removes a PENDING or CANCELLED order. A PENDING one is cancelled in the same transaction, so
    * webhook subscribers see `order.cancelled` and never hold a live order that silently vanished.
    */
-  async delete(actor: Actor, id: string): Promise<void> {
+  async delete(actor: Actor, id: string, options: OrderWriteOptions = {}): Promise<void> {
     await inTransaction(this.deps, async (tx) => {
-      const current = await this.lockOwned(tx, actor, id);
+      const current = await this.lockOwned(tx, actor, id, options);
       assertDeletable(current.status);
       if (current.status !== 'CANCELLED') {
         const now = iso(this.deps.clock.now());
@@ -326,16 +359,16 @@ export class OrderService {
     });
   }
 
-  cancel(actor: Actor, id: string): Promise<Order> {
-    return this.mutate(actor, id, async (_tx, current, now) => {
+  cancel(actor: Actor, id: string, options: OrderWriteOptions = {}): Promise<Order> {
+    return this.mutate(actor, id, options, async (_tx, current, now) => {
       assertCancellable(current.status);
       return { order: { ...current, status: 'CANCELLED', updatedAt: iso(now) }, event: 'order.cancelled' };
     });
   }
 
   /** A full refund, once, from SHIPPED or DELIVERED; the status stays as it was. */
-  refund(actor: Actor, id: string): Promise<Order> {
-    return this.mutate(actor, id, async (tx, current, now) => {
+  refund(actor: Actor, id: string, options: OrderWriteOptions = {}): Promise<Order> {
+    return this.mutate(actor, id, options, async (tx, current, now) => {
       assertRefundable(current.status, current.refundedAt !== null);
       const at = iso(now);
       await tx.db
@@ -384,10 +417,11 @@ export class OrderService {
   private mutate(
     actor: Actor,
     id: string,
+    options: OrderWriteOptions,
     change: (tx: Tx, current: Order, now: Date) => Promise<Outcome>,
   ): Promise<Order> {
     return inTransaction(this.deps, async (tx) => {
-      const current = await this.lockOwned(tx, actor, id);
+      const current = await this.lockOwned(tx, actor, id, options);
       const outcome = await change(tx, current, this.deps.clock.now());
       if (!outcome) return current;
       await saveOrderColumns(tx.db, outcome.order);
@@ -396,10 +430,21 @@ export class OrderService {
     });
   }
 
-  private async lockOwned(tx: Tx, actor: Actor, id: string): Promise<Order> {
+  /**
+   * The order a write acts on, read in the write's transaction (locked on PostgreSQL): missing is
+   * 404 and someone else's 403 before the caller's precondition is asked, so a condition never
+   * reveals anything about an order the caller may not see.
+   */
+  private async lockOwned(tx: Tx, actor: Actor, id: string, options: OrderWriteOptions = {}): Promise<Order> {
     const current = await loadOrder(tx.db, this.deps.store, id, true);
     if (!current) throw notFound('Order', id);
     authorize(actor, current);
+    if (options.precondition && !options.precondition(current)) {
+      throw preconditionFailed(
+        `Order ${id} has changed since the version this request is conditioned on; nothing was changed. ` +
+          'Read it again and retry.',
+      );
+    }
     return current;
   }
 

@@ -33,6 +33,7 @@ export const GRAPHQL_CODE: Record<ErrorCode, GraphQLErrorCode> = {
   invalid_token: 'UNAUTHENTICATED',
   token_expired: 'UNAUTHENTICATED',
   conflict: 'CONFLICT',
+  precondition_failed: 'CONFLICT',
   already_exists: 'CONFLICT',
   idempotency_key_reused: 'BAD_USER_INPUT',
   idempotency_in_progress: 'CONFLICT',

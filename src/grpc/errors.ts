@@ -23,6 +23,7 @@ export const GRPC_STATUS: Readonly<Record<ErrorCode, status>> = {
   token_expired: status.UNAUTHENTICATED,
   already_exists: status.ALREADY_EXISTS,
   conflict: status.FAILED_PRECONDITION,
+  precondition_failed: status.FAILED_PRECONDITION,
   idempotency_in_progress: status.ABORTED,
   rate_limit_exceeded: status.RESOURCE_EXHAUSTED,
   payload_too_large: status.RESOURCE_EXHAUSTED,

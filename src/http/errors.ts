@@ -20,6 +20,7 @@ const HTTP: Record<ErrorCode, { status: number; error: string }> = {
   invalid_token: { status: 401, error: 'invalid_token' },
   token_expired: { status: 401, error: 'token_expired' },
   conflict: { status: 409, error: 'conflict' },
+  precondition_failed: { status: 412, error: 'precondition_failed' },
   already_exists: { status: 409, error: 'conflict' },
   idempotency_key_reused: { status: 422, error: 'idempotency_key_reused' },
   idempotency_in_progress: { status: 409, error: 'idempotency_in_progress' },
