@@ -4,6 +4,7 @@ import {
   notModified,
   parseEntityTags,
   parseHttpDate,
+  preconditionHolds,
 } from '../../src/http/rest/orders/conditional.js';
 
 describe('conditional GET helpers', () => {
@@ -50,6 +51,40 @@ describe('conditional GET helpers', () => {
     expect(notModified({ ifModifiedSince: 'Wed, 04 Mar 2026 05:06:08 GMT' }, v)).toBe(true);
     expect(notModified({ ifModifiedSince: 'not a date' }, v)).toBe(false);
     expect(notModified({}, v)).toBe(false);
+  });
+
+  it('If-Match: strong comparison, lists and *; a weak or unquoted tag never matches', () => {
+    const v = { etag, lastModified };
+    expect(preconditionHolds({ ifMatch: etag }, v)).toBe(true);
+    expect(preconditionHolds({ ifMatch: ` * ` }, v)).toBe(true);
+    expect(preconditionHolds({ ifMatch: `"x", ${etag}` }, v)).toBe(true);
+    expect(preconditionHolds({ ifMatch: `"x",${etag},"y"` }, v)).toBe(true);
+    expect(preconditionHolds({ ifMatch: `W/${etag}` }, v)).toBe(false);
+    expect(preconditionHolds({ ifMatch: `W/"x", W/${etag}` }, v)).toBe(false);
+    expect(preconditionHolds({ ifMatch: etag.replace(/"/g, '') }, v)).toBe(false);
+    expect(preconditionHolds({ ifMatch: '"x"' }, v)).toBe(false);
+    // A value holding no entity tag names no representation: nothing matches it.
+    expect(preconditionHolds({ ifMatch: '' }, v)).toBe(false);
+  });
+
+  it('If-Match, when present, decides alone; If-Unmodified-Since is then ignored', () => {
+    const v = { etag, lastModified };
+    expect(preconditionHolds({ ifMatch: etag, ifUnmodifiedSince: 'Thu, 01 Jan 1970 00:00:00 GMT' }, v)).toBe(
+      true,
+    );
+    expect(preconditionHolds({ ifMatch: '"x"', ifUnmodifiedSince: 'Fri, 01 Jan 2100 00:00:00 GMT' }, v)).toBe(
+      false,
+    );
+  });
+
+  it('If-Unmodified-Since at one-second granularity; an invalid date is ignored', () => {
+    const v = { etag, lastModified };
+    expect(preconditionHolds({ ifUnmodifiedSince: 'Wed, 04 Mar 2026 05:06:07 GMT' }, v)).toBe(true);
+    expect(preconditionHolds({ ifUnmodifiedSince: 'Wed, 04 Mar 2026 05:06:08 GMT' }, v)).toBe(true);
+    expect(preconditionHolds({ ifUnmodifiedSince: 'Wed, 04 Mar 2026 05:06:06 GMT' }, v)).toBe(false);
+    expect(preconditionHolds({ ifUnmodifiedSince: 'Wednesday, 04-Mar-26 05:06:06 GMT' }, v)).toBe(false);
+    expect(preconditionHolds({ ifUnmodifiedSince: 'not a date' }, v)).toBe(true);
+    expect(preconditionHolds({}, v)).toBe(true);
   });
 
   it('reads the three HTTP-date forms and refuses others', () => {

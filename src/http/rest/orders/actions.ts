@@ -1,6 +1,19 @@
+import type { OrderWriteOptions } from '../../../domain/orders.js';
 import { standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
-import { errorResponse, NoContent, OrderParams } from './schemas.js';
+import {
+  ConditionalWriteHeaders,
+  errorResponse,
+  NoContent,
+  OrderParams,
+  preconditionFailedResponse,
+} from './schemas.js';
+import { conditionalWrite } from './validators.js';
+
+/** An action changes the order's representation, so the order's validators condition it. */
+const ORDER_CONDITIONS =
+  " If-Match and If-Unmodified-Since are compared with the order's ETag and Last-Modified (GET " +
+  '/orders/{order_id} in the same version): 412 when the order has changed.';
 
 /** The cancel and refund actions: 204 with no body, 409 when the order's state forbids them. */
 export function registerActions({ app, services, version }: RouteContext): void {
@@ -9,7 +22,8 @@ export function registerActions({ app, services, version }: RouteContext): void 
       name: 'cancel',
       summary: 'Cancel an order',
       description: 'Allowed from PENDING or PROCESSING; the order becomes CANCELLED.',
-      run: (actor: ReturnType<typeof actorOf>, id: string) => services.core.orders.cancel(actor, id),
+      run: (actor: ReturnType<typeof actorOf>, id: string, options: OrderWriteOptions) =>
+        services.core.orders.cancel(actor, id, options),
     },
     {
       name: 'refund',
@@ -17,7 +31,8 @@ export function registerActions({ app, services, version }: RouteContext): void 
       description:
         'Refunds the full amount once, from SHIPPED or DELIVERED; the status stays and the order shows ' +
         'refunded: true.',
-      run: (actor: ReturnType<typeof actorOf>, id: string) => services.core.orders.refund(actor, id),
+      run: (actor: ReturnType<typeof actorOf>, id: string, options: OrderWriteOptions) =>
+        services.core.orders.refund(actor, id, options),
     },
   ];
   for (const action of actions) {
@@ -26,18 +41,20 @@ export function registerActions({ app, services, version }: RouteContext): void 
       {
         onRequest: authOn(services, 'orders:write'),
         schema: {
-          ...docs(version, action.summary, action.description),
+          ...docs(version, action.summary, action.description + ORDER_CONDITIONS),
           params: OrderParams,
+          headers: ConditionalWriteHeaders,
           response: {
             204: NoContent,
             ...standardErrors,
             404: errorResponse('No order with this id.'),
             409: errorResponse('The order is in a state that forbids this action (conflict).'),
+            412: preconditionFailedResponse(),
           },
         },
       },
       async (request, reply) => {
-        await action.run(actorOf(request), request.params.order_id);
+        await action.run(actorOf(request), request.params.order_id, conditionalWrite(request, version));
         return reply.code(204).send(null);
       },
     );

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Conditional GET per RFC 9110 §13: If-None-Match is evaluated first (weak comparison, `*`, lists)
- * and, when present, If-Modified-Since is ignored; dates compare at one-second granularity because
- * HTTP dates carry no fractions.
+ * Conditional requests per RFC 9110 §13. GET: If-None-Match is evaluated first (weak comparison,
+ * `*`, lists) and, when present, If-Modified-Since is ignored. Writes: If-Match (strong comparison)
+ * and, without it, If-Unmodified-Since. Dates compare at one-second granularity because HTTP dates
+ * carry no fractions.
  */
 export function entityTag(body: unknown): string {
   return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 32)}"`;
@@ -19,6 +20,11 @@ export function parseEntityTags(header: string): string[] {
 
 const opaque = (etag: string) => etag.replace(/^W\//, '').replace(/^"|"$/g, '');
 
+/** Each entity tag of an If-Match value with its weakness; `*` is handled before. */
+function taggedList(header: string): { weak: boolean; opaque: string }[] {
+  return [...header.matchAll(/(W\/)?"([^"]*)"/g)].map((m) => ({ weak: m[1] !== undefined, opaque: m[2]! }));
+}
+
 export interface Validators {
   etag: string;
   lastModified: Date;
@@ -27,6 +33,32 @@ export interface Validators {
 export interface ConditionalHeaders {
   ifNoneMatch?: string | undefined;
   ifModifiedSince?: string | undefined;
+}
+
+export interface WriteConditions {
+  ifMatch?: string | undefined;
+  ifUnmodifiedSince?: string | undefined;
+}
+
+/**
+ * The preconditions of a state-changing request (RFC 9110 §13.2.2 steps 1 and 2): true when the
+ * write may go ahead, false when the answer is 412. If-Match uses the strong comparison: `*` matches
+ * any current representation, a list matches when one member is the current tag, a weak tag never
+ * matches, and a value that holds no entity tag matches nothing. Only without If-Match is
+ * If-Unmodified-Since evaluated, at one-second granularity; an unparsable date is ignored.
+ */
+export function preconditionHolds(request: WriteConditions, current: Validators): boolean {
+  if (request.ifMatch !== undefined) {
+    if (request.ifMatch.trim() === '*') return true;
+    const tag = opaque(current.etag);
+    return taggedList(request.ifMatch).some((t) => !t.weak && t.opaque === tag);
+  }
+  if (request.ifUnmodifiedSince !== undefined) {
+    const since = parseHttpDate(request.ifUnmodifiedSince);
+    if (since === undefined) return true;
+    return Math.floor(current.lastModified.getTime() / 1000) <= Math.floor(since / 1000);
+  }
+  return true;
 }
 
 /** True when the client's copy is current and the answer is 304 Not Modified. */

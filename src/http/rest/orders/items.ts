@@ -3,16 +3,24 @@ import { Page, standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { itemInput } from './input.js';
 import {
+  ConditionalWriteHeaders,
   errorResponse,
   ItemParams,
   ItemsListQuery,
   NoContent,
   OrderItemInputSchema,
   OrderParams,
+  preconditionFailedResponse,
 } from './schemas.js';
+import { conditionalWrite } from './validators.js';
 
 const notFound = errorResponse('No order, or no item with this id in the order.');
 const stateConflict = errorResponse('The order is no longer PENDING, or the item is its last one.');
+const preconditionFailed = preconditionFailedResponse();
+/** Items are part of the order's representation, so the order's validators condition their writes. */
+const ORDER_CONDITIONS =
+  " If-Match and If-Unmodified-Since are compared with the order's ETag and Last-Modified (GET " +
+  '/orders/{order_id} in the same version): 412 when the order has changed.';
 
 /** The line items of an order: list, read one, add, remove. */
 export function registerItems({ app, services, version }: RouteContext): void {
@@ -74,9 +82,11 @@ export function registerItems({ app, services, version }: RouteContext): void {
           version,
           'Add an item to an order',
           'Body: { product_id, quantity }. Allowed while the order is PENDING and has fewer than 50 items; ' +
-            'the unit price comes from the catalogue and the totals are recomputed.',
+            'the unit price comes from the catalogue and the totals are recomputed.' +
+            ORDER_CONDITIONS,
         ),
         params: OrderParams,
+        headers: ConditionalWriteHeaders,
         body: OrderItemInputSchema,
         response: {
           201: {
@@ -87,6 +97,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
           ...standardErrors,
           404: notFound,
           409: stateConflict,
+          412: preconditionFailed,
           422: errorResponse('Unknown product, or the order already has 50 items.'),
         },
       },
@@ -96,6 +107,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
         actorOf(request),
         request.params.order_id,
         itemInput(request.body),
+        conditionalWrite(request, version),
       );
       reply.header('location', `${version.prefix}/orders/${order.id}/items/${item.id}`);
       return reply.code(201).send(version.item(item));
@@ -110,15 +122,27 @@ export function registerItems({ app, services, version }: RouteContext): void {
         ...docs(
           version,
           'Remove an item from an order',
-          'Allowed while PENDING; the last item cannot be removed.',
+          'Allowed while PENDING; the last item cannot be removed.' + ORDER_CONDITIONS,
         ),
         params: ItemParams,
-        response: { 204: NoContent, ...standardErrors, 404: notFound, 409: stateConflict },
+        headers: ConditionalWriteHeaders,
+        response: {
+          204: NoContent,
+          ...standardErrors,
+          404: notFound,
+          409: stateConflict,
+          412: preconditionFailed,
+        },
       },
     },
     async (request, reply) => {
       const { order_id, item_id } = request.params;
-      await services.core.orders.removeItem(actorOf(request), order_id, item_id);
+      await services.core.orders.removeItem(
+        actorOf(request),
+        order_id,
+        item_id,
+        conditionalWrite(request, version),
+      );
       return reply.code(204).send(null);
     },
   );

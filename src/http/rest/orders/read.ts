@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { standardErrors } from '../common-schemas.js';
-import { entityTag, notModified } from './conditional.js';
+import { notModified } from './conditional.js';
 import { actorOf, addVary, authOn, docs, headerText, type RouteContext } from './common.js';
 import { errorResponse, OrderParams } from './schemas.js';
+import { orderValidators } from './validators.js';
 
 const CACHE_CONTROL = 'private, max-age=60';
 const VALIDATOR_HEADERS = {
@@ -44,9 +45,7 @@ export function registerRead({ app, services, version }: RouteContext): void {
     },
     async (request, reply) => {
       const order = await services.core.orders.get(actorOf(request), request.params.order_id);
-      const body = version.order(order);
-      const etag = entityTag(body);
-      const lastModified = new Date(order.updatedAt);
+      const { body, etag, lastModified } = orderValidators(version, order);
       reply.header('etag', etag);
       reply.header('last-modified', lastModified.toUTCString());
       reply.header('cache-control', CACHE_CONTROL);

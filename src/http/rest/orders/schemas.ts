@@ -153,9 +153,43 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
+/**
+ * The preconditions every write of an existing order takes (RFC 9110 §13.1.1, §13.1.4), compared
+ * with the order as GET in the same version represents it. The order is written only when they hold.
+ */
+export const ConditionalWriteHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description:
+        'One or more entity tags from the ETag of GET on this order (same API version), or *. Strong ' +
+        'comparison: a weak tag (W/"...") never matches. Answers 412 when no tag is the current one.',
+    }),
+  ),
+  'if-unmodified-since': Type.Optional(
+    Type.String({
+      description:
+        'An HTTP date; evaluated only without If-Match. Answers 412 when the order was modified after ' +
+        'it (whole seconds); an unparsable date is ignored.',
+    }),
+  ),
+});
+
 /** Error bodies for the statuses a route adds to the standard ones. */
 export function errorResponse(description: string): TSchema {
   return { ...ErrorBodySchema, description };
 }
 
 export const NoContent = Type.Null({ description: 'No body.' });
+
+/** 412 of a conditional write whose If-Match or If-Unmodified-Since is false. */
+export const preconditionFailedResponse = (): TSchema =>
+  errorResponse(
+    'precondition_failed: If-Match names no current entity tag of the order, or (without If-Match) the ' +
+      'order was modified after If-Unmodified-Since. Nothing was changed; read the order again.',
+  );
+
+/** ETag and Last-Modified of the order a 200 answer carries, as GET gives them. */
+export const ORDER_VALIDATOR_HEADERS = {
+  ETag: { type: 'string', description: 'Quoted hash of this representation, for the next If-Match.' },
+  'Last-Modified': { type: 'string', description: 'HTTP date of the last change.' },
+};
