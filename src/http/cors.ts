@@ -6,7 +6,15 @@ import { sendError } from './errors.js';
 import type { RouteModule } from './routes.js';
 
 export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-API-Key', 'Idempotency-Key'];
+/** If-Match and If-Unmodified-Since: a page makes conditional writes of an order (docs/rest.md). */
+export const CORS_ALLOWED_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'X-API-Key',
+  'Idempotency-Key',
+  'If-Match',
+  'If-Unmodified-Since',
+];
 /** Response headers a browser script may read beyond the CORS-safelisted ones. */
 export const CORS_EXPOSED_HEADERS = [
   'X-RateLimit-Limit',

@@ -42,7 +42,7 @@ describe('CORS and security headers', () => {
       expect(res.headers['access-control-allow-credentials']).toBe('true');
       expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE, OPTIONS');
       expect(res.headers['access-control-allow-headers']).toBe(
-        'Authorization, Content-Type, X-API-Key, Idempotency-Key',
+        'Authorization, Content-Type, X-API-Key, Idempotency-Key, If-Match, If-Unmodified-Since',
       );
       expect(res.headers['access-control-max-age']).toBe('86400');
       expect(String(res.headers.vary)).toMatch(/Origin/);
