@@ -6,14 +6,10 @@ import {
   errorResponse,
   NoContent,
   OrderParams,
+  ORDER_CONDITIONS_NOTE,
   preconditionFailedResponse,
 } from './schemas.js';
 import { conditionalWrite } from './validators.js';
-
-/** An action changes the order's representation, so the order's validators condition it. */
-const ORDER_CONDITIONS =
-  " If-Match and If-Unmodified-Since are compared with the order's ETag and Last-Modified (GET " +
-  '/orders/{order_id} in the same version): 412 when the order has changed.';
 
 /** The cancel and refund actions: 204 with no body, 409 when the order's state forbids them. */
 export function registerActions({ app, services, version }: RouteContext): void {
@@ -41,7 +37,7 @@ export function registerActions({ app, services, version }: RouteContext): void 
       {
         onRequest: authOn(services, 'orders:write'),
         schema: {
-          ...docs(version, action.summary, action.description + ORDER_CONDITIONS),
+          ...docs(version, action.summary, action.description + ORDER_CONDITIONS_NOTE),
           params: OrderParams,
           headers: ConditionalWriteHeaders,
           response: {

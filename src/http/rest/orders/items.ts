@@ -10,6 +10,7 @@ import {
   NoContent,
   OrderItemInputSchema,
   OrderParams,
+  ORDER_CONDITIONS_NOTE,
   preconditionFailedResponse,
 } from './schemas.js';
 import { conditionalWrite } from './validators.js';
@@ -17,10 +18,6 @@ import { conditionalWrite } from './validators.js';
 const notFound = errorResponse('No order, or no item with this id in the order.');
 const stateConflict = errorResponse('The order is no longer PENDING, or the item is its last one.');
 const preconditionFailed = preconditionFailedResponse();
-/** Items are part of the order's representation, so the order's validators condition their writes. */
-const ORDER_CONDITIONS =
-  " If-Match and If-Unmodified-Since are compared with the order's ETag and Last-Modified (GET " +
-  '/orders/{order_id} in the same version): 412 when the order has changed.';
 
 /** The line items of an order: list, read one, add, remove. */
 export function registerItems({ app, services, version }: RouteContext): void {
@@ -83,7 +80,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
           'Add an item to an order',
           'Body: { product_id, quantity }. Allowed while the order is PENDING and has fewer than 50 items; ' +
             'the unit price comes from the catalogue and the totals are recomputed.' +
-            ORDER_CONDITIONS,
+            ORDER_CONDITIONS_NOTE,
         ),
         params: OrderParams,
         headers: ConditionalWriteHeaders,
@@ -122,7 +119,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
         ...docs(
           version,
           'Remove an item from an order',
-          'Allowed while PENDING; the last item cannot be removed.' + ORDER_CONDITIONS,
+          'Allowed while PENDING; the last item cannot be removed.' + ORDER_CONDITIONS_NOTE,
         ),
         params: ItemParams,
         headers: ConditionalWriteHeaders,

@@ -188,6 +188,14 @@ export const preconditionFailedResponse = (): TSchema =>
       'order was modified after If-Unmodified-Since. Nothing was changed; read the order again.',
   );
 
+/**
+ * Items and the cancel and refund actions change the order's representation, and the order's ETag
+ * is the only validator the API hands out for them: their conditions are compared with the order's.
+ */
+export const ORDER_CONDITIONS_NOTE =
+  " If-Match and If-Unmodified-Since are compared with the order's ETag and Last-Modified (GET " +
+  '/orders/{order_id} in the same version): 412 when the order has changed.';
+
 /** ETag and Last-Modified of the order a 200 answer carries, as GET gives them. */
 export const ORDER_VALIDATOR_HEADERS = {
   ETag: { type: 'string', description: 'Quoted hash of this representation, for the next If-Match.' },
