@@ -74,3 +74,15 @@ export async function inTransaction<T>(deps: CoreDeps, work: (tx: Tx) => Promise
   for (const s of signals) deps.bus.emit(s);
   return result;
 }
+
+/**
+ * Runs `work` in the caller's transaction when given one (an idempotent request stores its response
+ * in the same transaction as its work), else in a transaction of its own.
+ */
+export function inGivenTransaction<T>(
+  deps: CoreDeps,
+  tx: Tx | undefined,
+  work: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  return tx ? work(tx) : inTransaction(deps, work);
+}

@@ -2,7 +2,7 @@ import type { Actor } from './actor.js';
 import { isAdmin } from './actor.js';
 import { iso } from './clock.js';
 import type { CoreDeps, Tx } from './context.js';
-import { inTransaction } from './context.js';
+import { inGivenTransaction, inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, preconditionFailed, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
@@ -56,6 +56,8 @@ export interface OrderWriteOptions {
    * writer can change the order between the check and the write.
    */
   precondition?: OrderPrecondition | undefined;
+  /** The caller's transaction to write in (an idempotent request stores its answer in it), if any. */
+  tx?: Tx | undefined;
 }
 
 /**
@@ -69,8 +71,9 @@ export class OrderService {
     private readonly coupons: CouponService,
   ) {}
 
-  create(actor: Actor, input: CreateOrderInput): Promise<Order> {
-    return inTransaction(this.deps, (tx) => this.createIn(tx, actor, input));
+  /** In the caller's transaction `given` (an idempotent request stores its answer in it), if any. */
+  create(actor: Actor, input: CreateOrderInput, given?: Tx): Promise<Order> {
+    return inGivenTransaction(this.deps, given, (tx) => this.createIn(tx, actor, input));
   }
 
   /** Creates inside a transaction the caller owns (idempotent create completes its record in it). */
@@ -413,14 +416,17 @@ export class OrderService {
     return { orders, hasMore, nextCursor };
   }
 
-  /** Runs a change on a locked, authorised order and records its event; null means nothing changed. */
+  /**
+   * Runs a change on a locked, authorised order and records its event; null means nothing changed.
+   * In the caller's transaction `options.tx`, if any.
+   */
   private mutate(
     actor: Actor,
     id: string,
     options: OrderWriteOptions,
     change: (tx: Tx, current: Order, now: Date) => Promise<Outcome>,
   ): Promise<Order> {
-    return inTransaction(this.deps, async (tx) => {
+    return inGivenTransaction(this.deps, options.tx, async (tx) => {
       const current = await this.lockOwned(tx, actor, id, options);
       const outcome = await change(tx, current, this.deps.clock.now());
       if (!outcome) return current;

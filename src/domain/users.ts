@@ -8,8 +8,8 @@ import type { Actor } from './actor.js';
 import { isAdmin } from './actor.js';
 import { byIds } from './batch.js';
 import { iso } from './clock.js';
-import type { CoreDeps } from './context.js';
-import { inTransaction } from './context.js';
+import type { CoreDeps, Tx } from './context.js';
+import { inGivenTransaction, inTransaction } from './context.js';
 import { DomainError, forbidden, notFound, Problems } from './errors.js';
 import { isId, newId } from './ids.js';
 import type { RequestUsers } from './request-users.js';
@@ -360,9 +360,10 @@ export class UserService {
     return problems;
   }
 
-  async markEmailVerified(actor: Actor, id: string): Promise<User> {
+  /** `given`: run in the caller's transaction (an idempotent request); else in one of its own. */
+  async markEmailVerified(actor: Actor, id: string, given?: Tx): Promise<User> {
     if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
-    return inTransaction(this.deps, async (tx) => {
+    return inGivenTransaction(this.deps, given, async (tx) => {
       const current = await liveUser(tx.db, this.deps.store.dialect, id);
       const now = iso(this.deps.clock.now());
       const verifiedAt = current.email_verified_at ?? now;

@@ -1,6 +1,6 @@
 import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso } from '../domain/clock.js';
-import type { CoreDeps } from '../domain/context.js';
+import { type CoreDeps, inGivenTransaction, type Tx } from '../domain/context.js';
 import { conflict, forbidden, notFound } from '../domain/errors.js';
 import { signalOutbox } from '../store/outbox-signal.js';
 import { assertEnabled, type Page, type WebhookEndpoints } from './endpoints.js';
@@ -121,47 +121,51 @@ export class WebhookDeliveries {
    * numbered from 1 again. A pending delivery is already scheduled (409), and a disabled endpoint
    * must be re-enabled first (409).
    */
-  async resend(actor: Actor, endpointId: string, deliveryId: string): Promise<DeliveryView> {
-    const endpoint = await this.endpoints.owned(actor, endpointId);
-    const db = this.deps.store.db;
-    const row = await db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .selectAll('d')
-      .select('e.type as event_type')
-      .where('d.id', '=', deliveryId)
-      .where('d.endpoint_id', '=', endpointId)
-      .executeTakeFirst();
-    if (!row) throw notFound('Delivery', deliveryId);
-    assertEnabled(endpoint);
-    if (row.status === 'pending') throw conflict('This delivery is still scheduled; it will be attempted.');
-    const now = iso(this.deps.clock.now());
-    const result = await db
-      .updateTable('webhook_deliveries')
-      .set({
+  async resend(actor: Actor, endpointId: string, deliveryId: string, given?: Tx): Promise<DeliveryView> {
+    return inGivenTransaction(this.deps, given, async (tx) => {
+      const endpoint = await this.endpoints.owned(actor, endpointId, tx.db);
+      const db = tx.db;
+      const row = await db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('events as e', 'e.id', 'd.event_id')
+        .selectAll('d')
+        .select('e.type as event_type')
+        .where('d.id', '=', deliveryId)
+        .where('d.endpoint_id', '=', endpointId)
+        .executeTakeFirst();
+      if (!row) throw notFound('Delivery', deliveryId);
+      assertEnabled(endpoint);
+      if (row.status === 'pending') throw conflict('This delivery is still scheduled; it will be attempted.');
+      const now = iso(this.deps.clock.now());
+      const result = await db
+        .updateTable('webhook_deliveries')
+        .set({
+          status: 'pending',
+          round: row.round + 1,
+          attempt_count: 0,
+          next_attempt_at: now,
+          locked_until: null,
+          last_error: null,
+          updated_at: now,
+        })
+        .where('id', '=', deliveryId)
+        .where('round', '=', row.round)
+        .where('status', '!=', 'pending')
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) {
+        throw conflict('This delivery was re-sent at the same moment.');
+      }
+      await signalOutbox(db, this.deps.store.dialect);
+      tx.afterCommit({ kind: 'event.recorded', eventId: row.event_id, type: row.event_type });
+      return deliveryView({
+        ...row,
         status: 'pending',
         round: row.round + 1,
         attempt_count: 0,
         next_attempt_at: now,
-        locked_until: null,
         last_error: null,
         updated_at: now,
-      })
-      .where('id', '=', deliveryId)
-      .where('round', '=', row.round)
-      .where('status', '!=', 'pending')
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) throw conflict('This delivery was re-sent at the same moment.');
-    await signalOutbox(db, this.deps.store.dialect);
-    this.deps.bus.emit({ kind: 'event.recorded', eventId: row.event_id, type: row.event_type });
-    return deliveryView({
-      ...row,
-      status: 'pending',
-      round: row.round + 1,
-      attempt_count: 0,
-      next_attempt_at: now,
-      last_error: null,
-      updated_at: now,
+      });
     });
   }
 

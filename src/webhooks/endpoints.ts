@@ -1,6 +1,6 @@
 import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso, unixSeconds } from '../domain/clock.js';
-import { API_VERSION, type CoreDeps } from '../domain/context.js';
+import { API_VERSION, type CoreDeps, inGivenTransaction, type Tx } from '../domain/context.js';
 import { conflict, DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
 import { newEventId, newId } from '../domain/ids.js';
 import { signalOutbox } from '../store/outbox-signal.js';
@@ -28,6 +28,15 @@ export interface CreateEndpointInput {
   /** Whose endpoint; only an admin (or the system) names someone else. Default: the caller. */
   userId?: string | undefined;
 }
+
+/** What `checkNew` found acceptable; only it makes one, so `register` never sees unchecked input. */
+export interface CheckedEndpoint {
+  readonly userId: string;
+  readonly url: string;
+  readonly events: readonly string[];
+  readonly [checkedMark]: true;
+}
+declare const checkedMark: unique symbol;
 
 export interface UpdateEndpointInput {
   url?: string | undefined;
@@ -92,6 +101,15 @@ export class WebhookEndpoints {
   ) {}
 
   async create(actor: Actor, input: CreateEndpointInput): Promise<EndpointView & { secret: string }> {
+    return this.register(await this.checkNew(actor, input));
+  }
+
+  /**
+   * The checks of a new endpoint that need no database: who may register it, its events, its URL
+   * (resolved, unless private targets are allowed). Run before any transaction is opened, since a DNS
+   * lookup may take seconds and a transaction on SQLite holds the only connection.
+   */
+  async checkNew(actor: Actor, input: CreateEndpointInput): Promise<CheckedEndpoint> {
     const userId = input.userId ?? actor.id;
     if (userId !== actor.id && !isAdmin(actor)) {
       throw forbidden('You may register webhook endpoints only for yourself.');
@@ -101,42 +119,52 @@ export class WebhookEndpoints {
     }
     const events = checkEventList(input.events);
     const url = await checkTargetUrl(input.url, this.policy.allowPrivate, this.policy.resolve);
-    const db = this.deps.store.db;
-    const user = await db
-      .selectFrom('users')
-      .select('id')
-      .where('id', '=', userId)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-    if (!user) throw unprocessable('user_id', `No user ${userId}.`, 'unknown_user');
-    const { count } = await db
-      .selectFrom('webhook_endpoints')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_ENDPOINTS_PER_USER) {
-      throw unprocessable(
-        null,
-        `A user may have at most ${MAX_ENDPOINTS_PER_USER} endpoints.`,
-        'too_many_endpoints',
-      );
-    }
-    const now = this.deps.clock.now();
-    const row: EndpointRow = {
-      id: newId('whe', now.getTime()),
-      user_id: userId,
-      url,
-      events: JSON.stringify(events),
-      secret: newSigningSecret(),
-      disabled_at: null,
-      disabled_reason: null,
-      previous_secret: null,
-      previous_secret_expires_at: null,
-      created_at: iso(now),
-      updated_at: iso(now),
-    };
-    await db.insertInto('webhook_endpoints').values(row).execute();
-    return { ...endpointView(row, now), secret: row.secret };
+    return { userId, url, events } as unknown as CheckedEndpoint;
+  }
+
+  /**
+   * Registers a checked endpoint for an existing user with room for it, in the caller's
+   * transaction `given` (an idempotent request stores its answer in it), else in one of its own.
+   */
+  async register(checked: CheckedEndpoint, given?: Tx): Promise<EndpointView & { secret: string }> {
+    const { userId, url, events } = checked;
+    return inGivenTransaction(this.deps, given, async (tx) => {
+      const user = await tx.db
+        .selectFrom('users')
+        .select('id')
+        .where('id', '=', userId)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (!user) throw unprocessable('user_id', `No user ${userId}.`, 'unknown_user');
+      const { count } = await tx.db
+        .selectFrom('webhook_endpoints')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('user_id', '=', userId)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= MAX_ENDPOINTS_PER_USER) {
+        throw unprocessable(
+          null,
+          `A user may have at most ${MAX_ENDPOINTS_PER_USER} endpoints.`,
+          'too_many_endpoints',
+        );
+      }
+      const now = this.deps.clock.now();
+      const row: EndpointRow = {
+        id: newId('whe', now.getTime()),
+        user_id: userId,
+        url,
+        events: JSON.stringify(events),
+        secret: newSigningSecret(),
+        disabled_at: null,
+        disabled_reason: null,
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        created_at: iso(now),
+        updated_at: iso(now),
+      };
+      await tx.db.insertInto('webhook_endpoints').values(row).execute();
+      return { ...endpointView(row, now), secret: row.secret };
+    });
   }
 
   async get(actor: Actor, id: string): Promise<EndpointView> {
@@ -214,27 +242,29 @@ export class WebhookEndpoints {
    * A new secret, shown once. The old one keeps signing for 24 hours, so deliveries carry two v1
    * signatures and a receiver can switch secrets at its own pace.
    */
-  async rotateSecret(actor: Actor, id: string): Promise<EndpointView & { secret: string }> {
-    const current = await this.owned(actor, id);
-    const now = this.deps.clock.now();
-    const next: EndpointRow = {
-      ...current,
-      secret: newSigningSecret(),
-      previous_secret: current.secret,
-      previous_secret_expires_at: iso(new Date(now.getTime() + ROTATION_OVERLAP_MS)),
-      updated_at: iso(now),
-    };
-    await this.deps.store.db
-      .updateTable('webhook_endpoints')
-      .set({
-        secret: next.secret,
-        previous_secret: next.previous_secret,
-        previous_secret_expires_at: next.previous_secret_expires_at,
-        updated_at: next.updated_at,
-      })
-      .where('id', '=', id)
-      .execute();
-    return { ...endpointView(next, now), secret: next.secret };
+  async rotateSecret(actor: Actor, id: string, given?: Tx): Promise<EndpointView & { secret: string }> {
+    return inGivenTransaction(this.deps, given, async (tx) => {
+      const current = await this.owned(actor, id, tx.db);
+      const now = this.deps.clock.now();
+      const next: EndpointRow = {
+        ...current,
+        secret: newSigningSecret(),
+        previous_secret: current.secret,
+        previous_secret_expires_at: iso(new Date(now.getTime() + ROTATION_OVERLAP_MS)),
+        updated_at: iso(now),
+      };
+      await tx.db
+        .updateTable('webhook_endpoints')
+        .set({
+          secret: next.secret,
+          previous_secret: next.previous_secret,
+          previous_secret_expires_at: next.previous_secret_expires_at,
+          updated_at: next.updated_at,
+        })
+        .where('id', '=', id)
+        .execute();
+      return { ...endpointView(next, now), secret: next.secret };
+    });
   }
 
   /**
@@ -242,39 +272,38 @@ export class WebhookEndpoints {
    * same outbox and schedule as real events. Returns the envelope that will be sent. A disabled
    * endpoint is refused (409), as for a re-send: nothing would be sent to it.
    */
-  async sendTest(actor: Actor, id: string, type: string): Promise<Envelope> {
+  async sendTest(actor: Actor, id: string, type: string, given?: Tx): Promise<Envelope> {
     if (!isEventType(type)) {
       throw new DomainError('validation_error', 'Unknown event type.', [
         { field: 'type', message: `must be one of ${EVENT_TYPES.join(', ')}`, code: 'invalid_enum' },
       ]);
     }
-    const endpoint = await this.owned(actor, id);
-    assertEnabled(endpoint);
-    const now = this.deps.clock.now();
-    const event = {
-      id: newEventId(now.getTime()),
-      type,
-      api_version: API_VERSION,
-      owner_id: endpoint.user_id,
-      data: eventDataText(testEventData(type, endpoint.user_id, now)),
-      created: unixSeconds(now),
-      created_at: iso(now),
-      dispatched_at: null,
-      target_endpoint_id: endpoint.id,
-    };
-    await this.deps.store.db.insertInto('events').values(event).execute();
-    await signalOutbox(this.deps.store.db, this.deps.store.dialect);
-    this.deps.bus.emit({ kind: 'event.recorded', eventId: event.id, type });
-    return envelope(event);
+    return inGivenTransaction(this.deps, given, async (tx) => {
+      const endpoint = await this.owned(actor, id, tx.db);
+      assertEnabled(endpoint);
+      const now = this.deps.clock.now();
+      const event = {
+        id: newEventId(now.getTime()),
+        type,
+        api_version: API_VERSION,
+        owner_id: endpoint.user_id,
+        data: eventDataText(testEventData(type, endpoint.user_id, now)),
+        created: unixSeconds(now),
+        created_at: iso(now),
+        dispatched_at: null,
+        target_endpoint_id: endpoint.id,
+      };
+      await tx.db.insertInto('events').values(event).execute();
+      await signalOutbox(tx.db, this.deps.store.dialect);
+      // In-process workers hear of it once it has committed, as of every recorded event.
+      tx.afterCommit({ kind: 'event.recorded', eventId: event.id, type });
+      return envelope(event);
+    });
   }
 
   /** The endpoint, if the actor may act on it: 404 when unknown, 403 when someone else's. */
-  async owned(actor: Actor, id: string): Promise<EndpointRow> {
-    const row = await this.deps.store.db
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
+  async owned(actor: Actor, id: string, db: Tx['db'] = this.deps.store.db): Promise<EndpointRow> {
+    const row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound('Webhook endpoint', id);
     if (row.user_id !== actor.id && !isAdmin(actor))
       throw forbidden('This webhook endpoint belongs to another user.');
