@@ -61,3 +61,16 @@ export const standardErrors = {
   429: { ...RateLimitedBodySchema, description: 'Rate limit exceeded; see Retry-After.' },
   500: { ...ErrorBodySchema, description: 'Unexpected error; the body never carries internals.' },
 };
+
+/** The Idempotency-Key request header of every REST POST that changes something (src/http/rest/idempotent.ts). */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Optional. 1 to 255 printable characters, kept 24 hours per caller. A repeat of the same request ' +
+        '(method, path and body) returns the first response with Idempotent-Replayed: true and does ' +
+        'nothing again; the same key with another path or body is 422 idempotency_key_reused; a repeat ' +
+        'while the first is unfinished is 409 idempotency_in_progress.',
+    }),
+  ),
+});

@@ -1,5 +1,6 @@
 import type { OrderWriteOptions } from '../../../domain/orders.js';
 import { standardErrors } from '../common-schemas.js';
+import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import {
   ConditionalWriteHeaders,
@@ -36,7 +37,7 @@ export function registerActions({ app, services, version }: RouteContext): void 
       `${version.prefix}/orders/:order_id/${action.name}`,
       {
         onRequest: authOn(services, 'orders:write'),
-        schema: {
+        schema: idempotentSchema({
           ...docs(version, action.summary, action.description + ORDER_CONDITIONS_NOTE),
           params: OrderParams,
           headers: ConditionalWriteHeaders,
@@ -47,11 +48,15 @@ export function registerActions({ app, services, version }: RouteContext): void 
             409: errorResponse('The order is in a state that forbids this action (conflict).'),
             412: preconditionFailedResponse(),
           },
-        },
+        }),
       },
       async (request, reply) => {
-        await action.run(actorOf(request), request.params.order_id, conditionalWrite(request, version));
-        return reply.code(204).send(null);
+        const actor = actorOf(request);
+        const conditions = conditionalWrite(request, version);
+        return sendIdempotent(services, request, reply, async (tx) => {
+          await action.run(actor, request.params.order_id, { ...conditions, tx });
+          return { status: 204, body: null, headers: {} };
+        });
       },
     );
   }

@@ -1,5 +1,6 @@
 import { MAX_ITEMS } from '../../../domain/order-model.js';
 import { Page, standardErrors } from '../common-schemas.js';
+import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { itemInput } from './input.js';
 import {
@@ -74,7 +75,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
     base,
     {
       onRequest: authOn(services, 'orders:write'),
-      schema: {
+      schema: idempotentSchema({
         ...docs(
           version,
           'Add an item to an order',
@@ -97,17 +98,23 @@ export function registerItems({ app, services, version }: RouteContext): void {
           412: preconditionFailed,
           422: errorResponse('Unknown product, or the order already has 50 items.'),
         },
-      },
+      }),
     },
     async (request, reply) => {
-      const { order, item } = await services.core.orders.addItem(
-        actorOf(request),
-        request.params.order_id,
-        itemInput(request.body),
-        conditionalWrite(request, version),
-      );
-      reply.header('location', `${version.prefix}/orders/${order.id}/items/${item.id}`);
-      return reply.code(201).send(version.item(item));
+      const actor = actorOf(request);
+      const input = itemInput(request.body);
+      const conditions = conditionalWrite(request, version);
+      return sendIdempotent(services, request, reply, async (tx) => {
+        const { order, item } = await services.core.orders.addItem(actor, request.params.order_id, input, {
+          ...conditions,
+          tx,
+        });
+        return {
+          status: 201,
+          body: version.item(item),
+          headers: { location: `${version.prefix}/orders/${order.id}/items/${item.id}` },
+        };
+      });
     },
   );
 

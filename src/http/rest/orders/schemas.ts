@@ -3,6 +3,8 @@ import { CURRENCIES, MAX_ITEMS, MAX_QUANTITY } from '../../../domain/order-model
 import { ORDER_STATUSES } from '../../../domain/order-state.js';
 import { CursorQuery, ErrorBodySchema, LimitQuery } from '../common-schemas.js';
 
+export { IdempotencyHeaders } from '../common-schemas.js';
+
 /**
  * TypeBox schemas of the order API. They validate requests and describe the API in OpenAPI, so
  * enumerations are plain `enum` keywords: a wrong value reports one `invalid_enum` detail.
@@ -141,16 +143,6 @@ export const ListQuery = Type.Object({
 export const ItemsListQuery = Type.Object({
   limit: Type.Optional(LimitQuery),
   cursor: Type.Optional(CursorQuery),
-});
-
-export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      description:
-        'Optional. 1 to 255 printable characters. A repeat within 24 hours returns the first response ' +
-        'with Idempotent-Replayed: true; the same key with a different body is 422.',
-    }),
-  ),
 });
 
 /**

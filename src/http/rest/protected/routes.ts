@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { RouteModule } from '../../routes.js';
 import { standardErrors } from '../common-schemas.js';
+import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 
 /** GET /api/user/profile (decisions §3): the caller as its credential describes it. */
 export const ProfileSchema = Type.Object(
@@ -64,7 +65,7 @@ export const protectedExampleRoutes: RouteModule = {
       '/api/data/export',
       {
         onRequest: services.httpAuth.required('data:export'),
-        schema: {
+        schema: idempotentSchema({
           tags: ['examples'],
           summary: 'Request a data export (accepted for later processing)',
           description: 'Takes no request body; the export is accepted and answered 202.',
@@ -73,15 +74,15 @@ export const protectedExampleRoutes: RouteModule = {
             400: { ...standardErrors[400], description: 'A body was sent that is not valid JSON.' },
             ...errors,
           },
-        },
+        }),
       },
       async (request, reply) => {
         const principal = request.principal!;
-        return reply.code(202).send({
-          status: 'accepted',
-          requested_by: principal.id,
-          client_id: principal.clientId,
-        });
+        return sendIdempotent(services, request, reply, async () => ({
+          status: 202,
+          body: { status: 'accepted', requested_by: principal.id, client_id: principal.clientId },
+          headers: {},
+        }));
       },
     );
   },

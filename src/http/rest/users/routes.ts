@@ -6,6 +6,7 @@ import type { Scope } from '../../../auth/scopes.js';
 import type { Services } from '../../../compose.js';
 import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-policies.js';
 import type { RouteModule } from '../../routes.js';
+import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { restUser } from '../shapes.js';
 import { restUserReads } from './cache.js';
 import { USER_API_DIALECT, userApiErrorHandler } from './errors.js';
@@ -174,7 +175,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
       `${prefix}/users/:user_id/verify`,
       {
         onRequest: auth('users:write'),
-        schema: {
+        schema: idempotentSchema({
           tags: ['users'],
           deprecated: prefix === '/api/v1',
           summary: "Verify a user's email",
@@ -192,11 +193,14 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
             },
             404: { ...userApiErrors[404], description: 'No such user (error `not_found`).' },
           },
-        },
+        }),
       },
       async (request, reply) => {
-        await core.users.markEmailVerified(toActor(principalOf(request)), request.params.user_id);
-        return reply.code(204).send();
+        const actor = toActor(principalOf(request));
+        return sendIdempotent(services, request, reply, async (tx) => {
+          await core.users.markEmailVerified(actor, request.params.user_id, tx);
+          return { status: 204, body: null, headers: {} };
+        });
       },
     );
   }

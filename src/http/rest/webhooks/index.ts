@@ -6,6 +6,7 @@ import { webhooksOf } from '../../../webhooks/index.js';
 import { webhookMetricsFor } from '../../../webhooks/metrics.js';
 import type { RouteModule } from '../../routes.js';
 import { Page, standardErrors } from '../common-schemas.js';
+import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn } from '../orders/common.js';
 import {
   AttemptListQuery,
@@ -52,7 +53,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     BASE,
     {
       onRequest: write,
-      schema: {
+      schema: idempotentSchema({
         ...docs(
           'Register a webhook endpoint',
           'Returns the signing secret once. The URL must be http(s); in production a URL that resolves to a ' +
@@ -64,13 +65,16 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
           ...standardErrors,
           422: errorResponse('Unknown user, or too many endpoints.'),
         },
-      },
+      }),
     },
     async (request, reply) => {
       const { url, events, user_id } = request.body;
-      const created = await endpoints.create(actorOf(request), { url, events, userId: user_id });
-      reply.code(201).header('location', `${BASE}/${created.id}`);
-      return created;
+      // Checked (the URL resolved) before any transaction; registered in the idempotent one.
+      const checked = await endpoints.checkNew(actorOf(request), { url, events, userId: user_id });
+      return sendIdempotent(services, request, reply, async (tx) => {
+        const created = await endpoints.register(checked, tx);
+        return { status: 201, body: created, headers: { location: `${BASE}/${created.id}` } };
+      });
     },
   );
 
@@ -143,7 +147,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     `${BASE}/:endpoint_id/rotate_secret`,
     {
       onRequest: write,
-      schema: {
+      schema: idempotentSchema({
         ...docs(
           'Rotate the signing secret',
           'Returns the new secret once. For 24 hours deliveries carry two v1= signatures, one with the new and ' +
@@ -151,16 +155,23 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ),
         params: EndpointParams,
         response: { 200: EndpointWithSecretSchema, ...standardErrors, ...notFound },
-      },
+      }),
     },
-    async (request) => endpoints.rotateSecret(actorOf(request), request.params.endpoint_id),
+    async (request, reply) => {
+      const actor = actorOf(request);
+      return sendIdempotent(services, request, reply, async (tx) => ({
+        status: 200,
+        body: await endpoints.rotateSecret(actor, request.params.endpoint_id, tx),
+        headers: {},
+      }));
+    },
   );
 
   api.post(
     `${BASE}/:endpoint_id/test`,
     {
       onRequest: write,
-      schema: {
+      schema: idempotentSchema({
         ...docs(
           'Send a test event',
           'Queues a sample event of the given type (payment.failed, for one) for this endpoint only, through ' +
@@ -175,11 +186,15 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
           ...notFound,
           409: errorResponse('The endpoint is disabled (conflict).'),
         },
-      },
+      }),
     },
     async (request, reply) => {
-      reply.code(202);
-      return endpoints.sendTest(actorOf(request), request.params.endpoint_id, request.body.type);
+      const actor = actorOf(request);
+      return sendIdempotent(services, request, reply, async (tx) => ({
+        status: 202,
+        body: await endpoints.sendTest(actor, request.params.endpoint_id, request.body.type, tx),
+        headers: {},
+      }));
     },
   );
 
@@ -234,7 +249,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     `${BASE}/:endpoint_id/deliveries/:delivery_id/resend`,
     {
       onRequest: write,
-      schema: {
+      schema: idempotentSchema({
         ...docs(
           'Re-send a delivery',
           'Schedules a delivered or failed delivery again: a new round of up to five attempts, numbered from 1, ' +
@@ -247,11 +262,16 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
           ...notFound,
           409: errorResponse('Still pending, or the endpoint is disabled (conflict).'),
         },
-      },
+      }),
     },
     async (request, reply) => {
-      reply.code(202);
-      return deliveries.resend(actorOf(request), request.params.endpoint_id, request.params.delivery_id);
+      const actor = actorOf(request);
+      const { endpoint_id, delivery_id } = request.params;
+      return sendIdempotent(services, request, reply, async (tx) => ({
+        status: 202,
+        body: await deliveries.resend(actor, endpoint_id, delivery_id, tx),
+        headers: {},
+      }));
     },
   );
 
