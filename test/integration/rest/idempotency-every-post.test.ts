@@ -256,6 +256,43 @@ describe('webhook endpoints with Idempotency-Key', () => {
   });
 });
 
+describe('the other POSTs with Idempotency-Key', () => {
+  it('queues one test event for a repeated POST .../test, and replays its envelope', async () => {
+    const created = await post('/api/v2/webhook_endpoints', freshKey(), { url: 'http://127.0.0.1:9/t' });
+    const id = (created.body as { id: string }).id;
+    const key = freshKey();
+    const first = await post(`/api/v2/webhook_endpoints/${id}/test`, key, { type: 'order.created' });
+    expect(first.status).toBe(202);
+    const again = await post(`/api/v2/webhook_endpoints/${id}/test`, key, { type: 'order.created' });
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const queued = await atrium.services.store.db
+      .selectFrom('events')
+      .select('id')
+      .where('target_endpoint_id', '=', id)
+      .execute();
+    expect(queued).toHaveLength(1);
+  });
+
+  it('replays users verify and the data export', async () => {
+    const who = await atrium.caller();
+    const key = freshKey();
+    const path = `/api/v2/users/${who.userId}/verify`;
+    expect((await post(path, key, undefined, who.headers)).status).toBe(204);
+    const again = await post(path, key, undefined, who.headers);
+    expect(again.status).toBe(204);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const exportKey = freshKey();
+    const first = await post('/api/data/export', exportKey, undefined, admin);
+    expect(first.status).toBe(202);
+    const replay = await post('/api/data/export', exportKey, undefined, admin);
+    expect(replay.status).toBe(202);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(first.body);
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('lists Idempotency-Key, 409 and 422 on every POST operation it shows', async () => {
     const doc = (await call(base, 'GET', '/openapi.json')).body as {
