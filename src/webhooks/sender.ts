@@ -14,6 +14,14 @@ import type { AttemptResult } from './schedule.js';
 export const EXCERPT_BYTES = 1024;
 /** Read at most this much of a response before dropping the connection. */
 const DRAIN_LIMIT = 64 * 1024;
+/**
+ * A pooled socket idle this long is closed. Receivers close idle keep-alive connections after their
+ * own timeout (Node and Express: 5 s, many proxies about as long); a request written on a socket the
+ * receiver is closing at that moment is reset unseen. Closing ours first avoids most such races.
+ */
+export const IDLE_SOCKET_MS = 4_000;
+/** Errors of a request on a reused socket that the receiver closed before reading it. */
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 export interface SendRequest {
   url: string;
@@ -32,6 +40,8 @@ export interface SenderOptions {
   allowPrivate: boolean;
   resolve?: Resolver;
   userAgent?: string;
+  /** Close pooled sockets idle longer than this (default IDLE_SOCKET_MS). */
+  idleSocketMs?: number;
 }
 
 /**
@@ -46,9 +56,18 @@ export class WebhookSender {
 
   constructor(private readonly options: SenderOptions) {
     // Keep-alive: most deliveries go to a few receivers; a fresh connection per attempt costs more
-    // than the request itself.
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64, scheduling: 'lifo' });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64, scheduling: 'lifo' });
+    // than the request itself. `timeout` is the agent's idle limit: Node destroys a *free* socket
+    // when it elapses (and lowers it further to a receiver's `Keep-Alive: timeout=` hint less 1 s).
+    // On a socket in use it only emits 'timeout' on the request, which nothing here listens to:
+    // an attempt's own limit is the timer in send().
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: 64,
+      scheduling: 'lifo' as const,
+      timeout: options.idleSocketMs ?? IDLE_SOCKET_MS,
+    };
+    this.httpAgent = new http.Agent(agentOptions);
+    this.httpsAgent = new https.Agent(agentOptions);
     this.lookup = guardedLookup(options.allowPrivate, options.resolve);
   }
 
@@ -58,7 +77,7 @@ export class WebhookSender {
     return new Promise<SendOutcome>((resolve) => {
       let settled = false;
       // Set once the request exists; a target refused before that has no timer to clear.
-      const timing: { timer?: NodeJS.Timeout } = {};
+      const timing: { timer?: NodeJS.Timeout; req?: http.ClientRequest } = {};
       const finish = (result: AttemptResult, excerpt: string | null = null) => {
         if (settled) return;
         settled = true;
@@ -79,49 +98,77 @@ export class WebhookSender {
         return;
       }
       const secure = url.protocol === 'https:';
+      const target = url;
 
-      const req = (secure ? https : http).request(url, {
-        method: 'POST',
-        agent: secure ? this.httpsAgent : this.httpAgent,
-        lookup: this.lookup,
-        headers: {
-          ...request.headers,
-          'content-type': 'application/json',
-          'content-length': String(Buffer.byteLength(request.body, 'utf8')),
-          'user-agent': this.options.userAgent ?? 'Atrium-Webhooks/1',
-        },
-      });
+      /**
+       * One request. `fresh` asks for a new connection outside the pool (a one-off agent): used
+       * only to send again after a reused socket was reset before any answer.
+       */
+      const post = (fresh: boolean) => {
+        const req = (secure ? https : http).request(target, {
+          method: 'POST',
+          agent: fresh ? false : secure ? this.httpsAgent : this.httpAgent,
+          lookup: this.lookup,
+          headers: {
+            ...request.headers,
+            'content-type': 'application/json',
+            'content-length': String(Buffer.byteLength(request.body, 'utf8')),
+            'user-agent': this.options.userAgent ?? 'Atrium-Webhooks/1',
+          },
+        });
+        timing.req = req;
+        // Bytes the socket had read before this request: more means the answer had begun.
+        let readBefore = -1;
+        req.on('socket', (socket) => {
+          readBefore = socket.bytesRead;
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let kept = 0;
+          let seen = 0;
+          res.on('data', (chunk: Buffer) => {
+            seen += chunk.length;
+            if (kept < EXCERPT_BYTES) {
+              chunks.push(chunk.subarray(0, EXCERPT_BYTES - kept));
+              kept += Math.min(chunk.length, EXCERPT_BYTES - kept);
+            }
+            if (seen > DRAIN_LIMIT) res.destroy();
+          });
+          const done = () =>
+            finish(
+              { kind: 'response', status: res.statusCode ?? 0 },
+              kept === 0 ? null : Buffer.concat(chunks).toString('utf8'),
+            );
+          res.on('end', done);
+          res.on('close', done);
+          res.on('error', done);
+        });
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          if (settled) return;
+          if (err instanceof RefusedAddressError) {
+            finish({ kind: 'refused', message: err.message });
+            return;
+          }
+          // A keep-alive socket the receiver closed as this request went out: the receiver never
+          // read it. Send it again at once on a new connection, as the same attempt (same headers
+          // and body bytes, the same signature timestamp: the attempt's time), within the same
+          // per-attempt timeout. Once: a reset of the fresh connection is a connection error.
+          const answerBegan = req.socket !== null && readBefore >= 0 && req.socket.bytesRead > readBefore;
+          if (!fresh && req.reusedSocket && !answerBegan && STALE_SOCKET_CODES.has(err.code ?? '')) {
+            post(true);
+            return;
+          }
+          finish({ kind: 'connection', message: connectionMessage(err) });
+        });
+        // A string body goes out in the same write as the headers (a Buffer would be a second one).
+        req.end(request.body, 'utf8');
+      };
+
       timing.timer = setTimeout(() => {
         finish({ kind: 'timeout' });
-        req.destroy();
+        timing.req?.destroy();
       }, this.options.timeoutMs);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let kept = 0;
-        let seen = 0;
-        res.on('data', (chunk: Buffer) => {
-          seen += chunk.length;
-          if (kept < EXCERPT_BYTES) {
-            chunks.push(chunk.subarray(0, EXCERPT_BYTES - kept));
-            kept += Math.min(chunk.length, EXCERPT_BYTES - kept);
-          }
-          if (seen > DRAIN_LIMIT) res.destroy();
-        });
-        const done = () =>
-          finish(
-            { kind: 'response', status: res.statusCode ?? 0 },
-            kept === 0 ? null : Buffer.concat(chunks).toString('utf8'),
-          );
-        res.on('end', done);
-        res.on('close', done);
-        res.on('error', done);
-      });
-      req.on('error', (err) => {
-        if (err instanceof RefusedAddressError) finish({ kind: 'refused', message: err.message });
-        else finish({ kind: 'connection', message: connectionMessage(err) });
-      });
-      // A string body goes out in the same write as the headers (a Buffer would be a second one).
-      req.end(request.body, 'utf8');
+      post(false);
     });
   }
 
