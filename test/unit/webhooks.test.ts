@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { allowedAddresses, isNonPublicAddress } from '../../src/webhooks/address-policy.js';
+import {
+  allowedAddresses,
+  guardedLookup,
+  isNonPublicAddress,
+  RefusedAddressError,
+} from '../../src/webhooks/address-policy.js';
 import { envelopeBody } from '../../src/webhooks/event-types.js';
 import { backoffAfter, verdict } from '../../src/webhooks/schedule.js';
 import { signatureHeader, signatureOf, signingSecrets } from '../../src/webhooks/signing.js';
@@ -123,17 +128,50 @@ describe('the SSRF address rule', () => {
     '::7f00:1',
     '2002:7f00:1::', // 6to4 of 127.0.0.1
     '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    // IANA special-purpose blocks not globally reachable, and embedded forms of non-public IPv4:
+    '64:ff9b:1::a00:1', // local-use NAT64 (RFC 8215) of 10.0.0.1
+    '64:ff9b:1::808:808', // local-use NAT64: refused whatever it embeds
+    '::ffff:0:a00:1', // IPv4-translated (RFC 2765) of 10.0.0.1
+    '::ffff:0:808:808', // IPv4-translated: refused whatever it embeds
+    '0:0:0:0:0:ffff:a00:1', // IPv4-mapped 10.0.0.1, written out
+    '::ffff:a00:1', // IPv4-mapped 10.0.0.1 in hex, as the URL parser writes it
+    '64:ff9b::a00:1', // well-known NAT64 of 10.0.0.1
+    '64:ff9b::a9fe:a9fe', // well-known NAT64 of 169.254.169.254
+    '2001:10::1', // ORCHID (deprecated)
+    '2001:2::1', // benchmarking
+    '2001:1::4', // IETF protocol assignments, outside the anycast exceptions
+    '100::1', // discard-only
+    '100:0:0:1::1', // dummy prefix
+    '3fff::1', // documentation
+    '5f00::1', // segment routing
+    '2001:db8::1', // documentation
+    'fec0::1', // site-local
+    'ff02::1', // multicast
+    'fe80::1%eth0', // with a zone
+    '192.0.0.8',
+    '192.88.99.1', // 6to4 relay anycast
+    '198.18.0.1',
     'not-an-address',
   ])('%s is not public', (address) => {
     expect(isNonPublicAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])(
-    '%s is public',
-    (address) => {
-      expect(isNonPublicAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808', // well-known NAT64 of a public address: globally reachable (IANA, RFC 6052)
+    '64:ff9b::8.8.8.8',
+    '2001:20::1', // ORCHIDv2: globally reachable inside 2001::/23
+    '2001:1::1', // PCP anycast
+    '2001:4:112::1', // AS112-v6
+    '192.0.0.9', // PCP anycast
+    '192.0.0.10', // TURN anycast
+  ])('%s is public', (address) => {
+    expect(isNonPublicAddress(address)).toBe(false);
+  });
 
   it('refuses a name when any of its addresses is private, and allows everything when private targets are allowed', async () => {
     const resolve = async () => [
@@ -142,5 +180,27 @@ describe('the SSRF address rule', () => {
     ];
     await expect(allowedAddresses('mixed.test', false, resolve)).rejects.toThrow(/10\.0\.0\.1/);
     await expect(allowedAddresses('mixed.test', true, resolve)).resolves.toHaveLength(2);
+  });
+
+  it('hands the socket a NAT64 address of a public host, and refuses one of a private host', async () => {
+    const answers: Record<string, string> = {
+      'public64.test': '64:ff9b::808:808',
+      'private64.test': '64:ff9b::a00:1',
+      'local64.test': '64:ff9b:1::a00:1',
+      'translated.test': '::ffff:0:a00:1',
+      'orchid.test': '2001:10::1',
+    };
+    const resolve = async (hostname: string) => [{ address: answers[hostname]!, family: 6 }];
+    const lookup = guardedLookup(false, resolve);
+    const looked = (hostname: string) =>
+      new Promise<{ err: Error | null; address: string }>((done) =>
+        lookup(hostname, {}, (err, address) => done({ err, address: address as string })),
+      );
+    expect(await looked('public64.test')).toEqual({ err: null, address: '64:ff9b::808:808' });
+    for (const name of ['private64.test', 'local64.test', 'translated.test', 'orchid.test']) {
+      const { err } = await looked(name);
+      expect(err, name).toBeInstanceOf(RefusedAddressError);
+      expect(err!.message).toContain(answers[name]);
+    }
   });
 });

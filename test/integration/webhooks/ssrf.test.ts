@@ -15,7 +15,15 @@ let catalogue: Catalogue;
 
 /** A name server under the test's control: public at creation, loopback by delivery time. */
 let rebound = false;
+/** Names that answer a public address until `rebound`, then the address given here. */
+const reboundTo = new Map<string, string>();
 const resolver: Resolver = async (hostname) => {
+  const later = reboundTo.get(hostname);
+  if (later !== undefined) {
+    return rebound
+      ? [{ address: later, family: later.includes(':') ? 6 : 4 }]
+      : [{ address: '93.184.216.34', family: 4 }];
+  }
   if (hostname === 'hooks.rebind.test')
     return [{ address: rebound ? '127.0.0.1' : '93.184.216.34', family: 4 }];
   if (hostname === 'localhost') return [{ address: '127.0.0.1', family: 4 }];
@@ -53,6 +61,10 @@ describe('at creation', () => {
     'http://[fd00::1]/hook',
     'http://[::ffff:127.0.0.1]/hook',
     'http://[::ffff:10.0.0.1]/hook',
+    'http://[64:ff9b:1::a00:1]/', // local-use NAT64 (RFC 8215) of 10.0.0.1
+    'http://[::ffff:0:a00:1]/', // IPv4-translated (RFC 2765) of 10.0.0.1
+    'http://[2001:10::1]/', // ORCHID: not globally reachable
+    'http://[64:ff9b::a00:1]/', // well-known NAT64 of 10.0.0.1
   ])('refuses %s (private_address)', async (url) => {
     const who = await atrium.caller();
     const res = await api(atrium, 'POST', '/api/v2/webhook_endpoints', who.headers, { url });
@@ -62,6 +74,15 @@ describe('at creation', () => {
       error: 'validation_error',
       details: [{ field: 'url', code: 'private_address' }],
     });
+  });
+
+  it('accepts the well-known NAT64 form of a public address (http://[64:ff9b::808:808]/)', async () => {
+    const who = await atrium.caller();
+    const res = await api(atrium, 'POST', '/api/v2/webhook_endpoints', who.headers, {
+      url: 'http://[64:ff9b::808:808]/',
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ url: 'http://[64:ff9b::808:808]/' });
   });
 
   it('refuses the same URLs on update', async () => {
@@ -122,6 +143,59 @@ describe('at delivery time', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(receiver.at('/literal')).toHaveLength(0);
   });
+});
+
+describe('IPv6 forms at delivery time', () => {
+  const forms = [
+    ['64:ff9b:1::a00:1', 'local-use NAT64 of 10.0.0.1'],
+    ['::ffff:0:a00:1', 'IPv4-translated 10.0.0.1'],
+    ['2001:10::1', 'ORCHID'],
+    ['64:ff9b::a00:1', 'well-known NAT64 of 10.0.0.1'],
+  ] as const;
+
+  it.each(forms)('a name that answers %s (%s) at delivery is refused, nothing is sent', async (address) => {
+    const who = await atrium.caller();
+    const { WebhookEndpoints } = await import('../../../src/webhooks/endpoints.js');
+    const endpoints = new WebhookEndpoints(atrium.services.deps, { allowPrivate: false, resolve: resolver });
+    const hostname = `r${reboundTo.size}.rebind.test`;
+    reboundTo.set(hostname, address);
+    rebound = false;
+    const ep = await endpoints.create(
+      { id: who.userId, kind: 'user', role: 'member' },
+      { url: `http://${hostname}/in` },
+    );
+    rebound = true;
+    await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+    const attempts = await waitForAttempts(ep.id, who.headers, 1);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ attempt: 1, status_code: null });
+    expect(attempts[0]!.error).toBe(
+      `refused: ${hostname} resolves to ${address}, a loopback, private or link-local address`,
+    );
+    expect(await deliveriesOf(atrium, ep.id, who.headers)).toMatchObject([
+      { status: 'failed', attempt_count: 1 },
+    ]);
+  });
+
+  it.each(forms)(
+    'the literal http://[%s]/ stored while private targets were allowed is refused (%s)',
+    async (address) => {
+      const who = await atrium.caller();
+      const { WebhookEndpoints } = await import('../../../src/webhooks/endpoints.js');
+      const development = new WebhookEndpoints(atrium.services.deps, { allowPrivate: true });
+      const { id } = await development.create(
+        { id: who.userId, kind: 'user', role: 'member' },
+        { url: `http://[${address}]/in` },
+      );
+      await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+      const attempts = await waitForAttempts(id, who.headers, 1);
+      expect(attempts).toHaveLength(1);
+      expect(attempts[0]!.error).toBe(`refused: ${address} is a loopback, private or link-local address`);
+      expect(await deliveriesOf(atrium, id, who.headers)).toMatchObject([
+        { status: 'failed', attempt_count: 1 },
+      ]);
+    },
+  );
 });
 
 async function waitForAttempts(endpointId: string, headers: Record<string, string>, n: number) {
