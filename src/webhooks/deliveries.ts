@@ -118,8 +118,8 @@ export class WebhookDeliveries {
 
   /**
    * Schedules a finished delivery again: a new round of up to five attempts at the usual times,
-   * numbered from 1 again. A pending delivery is already scheduled (409), and a disabled endpoint
-   * must be re-enabled first (409).
+   * numbered from 1 again, with no last status or error until its first attempt. A pending delivery
+   * is already scheduled (409), and a disabled endpoint must be re-enabled first (409).
    */
   async resend(actor: Actor, endpointId: string, deliveryId: string, given?: Tx): Promise<DeliveryView> {
     return inGivenTransaction(this.deps, given, async (tx) => {
@@ -145,6 +145,9 @@ export class WebhookDeliveries {
           attempt_count: 0,
           next_attempt_at: now,
           locked_until: null,
+          // The new round has no attempt yet: its last status and error are both empty, as for a
+          // new delivery (keeping the old status beside no error read as a failure without cause).
+          last_status_code: null,
           last_error: null,
           updated_at: now,
         })
@@ -163,6 +166,7 @@ export class WebhookDeliveries {
         round: row.round + 1,
         attempt_count: 0,
         next_attempt_at: now,
+        last_status_code: null,
         last_error: null,
         updated_at: now,
       });

@@ -355,12 +355,19 @@ describe('manual re-send', () => {
     await receiver.until(() => receiver.at(path).length >= 1);
     await new Promise((r) => setTimeout(r, 100));
     const [failed] = await deliveriesOf(atrium, endpoint.id, who.headers);
-    expect(failed).toMatchObject({ status: 'failed', round: 1 });
+    expect(failed).toMatchObject({ status: 'failed', round: 1, last_status_code: 400 });
     accept = true;
     const url = `/api/v2/webhook_endpoints/${endpoint.id}/deliveries/${String(failed!.id)}/resend`;
     const res = await api(atrium, 'POST', url, who.headers);
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ status: 'pending', round: 2, attempt_count: 0 });
+    // A new round has no attempt yet: no last status and no last error (both cleared together).
+    expect(res.body).toMatchObject({
+      status: 'pending',
+      round: 2,
+      attempt_count: 0,
+      last_status_code: null,
+      last_error: null,
+    });
     await receiver.until(() => receiver.at(path).length >= 2);
     const got = receiver.at(path);
     expect(got.map((r) => r.attempt)).toEqual([1, 1]);
