@@ -44,6 +44,12 @@ describe('complexity: 1 per field, list fields 10 × their children', () => {
     expect(cost('query { me { ...F __typename } } fragment F on User { id name }')).toBe(3);
   });
 
+  it('costs __typename under another alias 1 point, like any field (one key per object each)', () => {
+    expect(cost('{ a: __typename b: __typename __typename }')).toBe(2);
+    expect(cost('{ users { x: __typename y: __typename } }')).toBe(1 + 10 * 2);
+    expect(cost('{ users { __typename: __typename } }')).toBe(1);
+  });
+
   it('adds the cost of aliases: each alias is a field of its own', () => {
     expect(cost('{ a: users { id } b: users { id } c: users { id } }')).toBe(33);
   });

@@ -5,7 +5,7 @@ import type { SharedStateHealth } from '../../shared/health.js';
 import type { SlidingWindowLimiter } from '../../shared/rate-limiter.js';
 import { spendBudget } from './budget.js';
 import { jitPlugin } from './jit.js';
-import { complexityLimitRule, depthLimitRule } from './limits.js';
+import { complexityLimitRule, depthLimitRule, documentSizeError } from './limits.js';
 import { noServiceSdlRule } from './schema-exposure.js';
 import { variablesPlugin } from './variables.js';
 
@@ -17,7 +17,8 @@ export const MAX_TOKENS = 20_000;
  * inside Yoga for POST and GET and inside `getEnveloped()` for WebSocket and SSE alike.
  *
  * - parse: bounded token count (Yoga caches parsed documents by text);
- * - validate: depth ≤ 7 and complexity ≤ 1,000 beside graphql's own rules, and no introspection in
+ * - validate: at most 1,000 field selections (before any rule runs), then depth ≤ 7 and
+ *   complexity ≤ 1,000 beside graphql's own rules, and no introspection in
  *   production, federation's `_service { sdl }` included (whatever brought the document: a
  *   persisted hash included);
  * - execute / subscribe: the variables, coerced once for every executor (./variables.ts), then the
@@ -35,7 +36,13 @@ export function pipelinePlugins(options: {
     onParse({ setParseFn }) {
       setParseFn((source, parseOptions) => parse(source, { ...parseOptions, maxTokens: MAX_TOKENS }));
     },
-    onValidate({ addValidationRule }) {
+    onValidate({ params, addValidationRule, setResult }) {
+      // Counted before any rule runs, so an oversized document costs one walk over its fields.
+      const tooLarge = documentSizeError(params.documentAST);
+      if (tooLarge) {
+        setResult([tooLarge]);
+        return;
+      }
       addValidationRule(depthLimitRule());
       addValidationRule(complexityLimitRule());
       if (options.production) {
