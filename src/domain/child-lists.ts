@@ -1,6 +1,6 @@
 import type { Expression, Kysely, SqlBool } from 'kysely';
 import type { Db } from '../store/store.js';
-import type { CommentRow, PostRow } from '../store/types.js';
+import type { CommentRow, PostRow, UserRow } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
 import {
   checkFirst,
@@ -12,10 +12,11 @@ import {
   paginate,
 } from './connection.js';
 
-/** The lists paged under a parent row: a post's comments, an author's posts. */
+/** The lists paged under a parent row: a post's comments, an author's posts, an organization's members. */
 interface Children {
   comments: { parent: 'post_id'; row: CommentRow };
   posts: { parent: 'author_id'; row: PostRow };
+  users: { parent: 'organization_id'; row: UserRow };
 }
 
 /**

@@ -1,6 +1,8 @@
+import { sql, type SqlBool } from 'kysely';
 import type { Actor } from './actor.js';
+import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
-import { lazyEdge, MAX_PAGE_SIZE, pageInfoOf, paginate } from './connection.js';
+import { lazyEdge, MAX_PAGE_SIZE, pageInfoOf } from './connection.js';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import type { Order } from './order-model.js';
@@ -14,32 +16,33 @@ import { toUser, type User } from './users.js';
 export const MEMBERS_PAGE_SIZE = 20;
 export const ORDERS_PAGE_SIZE = 10;
 
+/** Live members of an organization by id ascending, in the cursor scope `members:<organization id>`. */
+const membersByOrganization = new ChildList({
+  table: 'users',
+  parent: 'organization_id',
+  order: 'asc',
+  defaultSize: MEMBERS_PAGE_SIZE,
+  scope: (organizationId) => `members:${organizationId}`,
+});
+const live = sql<SqlBool>`users.deleted_at is null`;
+
 /** Live members of an organization by id ascending. Who may read the organization is asked first. */
 export function membersOf(deps: CoreDeps, organizationId: string, args: PageArgs): Promise<Connection<User>> {
-  const db = deps.store.db;
-  const members = () =>
-    db.selectFrom('users').where('organization_id', '=', organizationId).where('deleted_at', 'is', null);
-  return paginate(
-    deps.cursors,
-    {
-      scope: `members:${organizationId}`,
-      order: 'asc',
-      defaultSize: MEMBERS_PAGE_SIZE,
-      fetch: (bounds, order, limit) => {
-        let q = members().selectAll();
-        for (const b of bounds) q = q.where('id', b.op, b.id);
-        return q.orderBy('id', order).limit(limit).execute();
-      },
-      count: async () => {
-        const row = await members()
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirstOrThrow();
-        return Number(row.n);
-      },
-    },
-    args,
-    toUser,
-  );
+  return membersByOrganization.page(deps.cursors, deps.store.db, organizationId, args, toUser, live);
+}
+
+/**
+ * First pages of members for many organizations in two queries (a data loader's batch), whose
+ * cursors continue with `membersOf`. Who may read each organization is asked first, as for
+ * `membersOf`. Until 2026-11-28 every `Organization.members` was read on its own: two statements
+ * per user in `users { organization { members { ... } } }`, however few organizations they shared.
+ */
+export function firstMemberPages(
+  deps: CoreDeps,
+  organizationIds: readonly string[],
+  first?: number | null,
+): Promise<Map<string, Connection<User>>> {
+  return membersByOrganization.firstPages(deps.cursors, deps.store.db, organizationIds, first, toUser, live);
 }
 
 /**

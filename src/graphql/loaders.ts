@@ -4,6 +4,7 @@ import { toActor } from '../auth/principal.js';
 import type { Services } from '../compose.js';
 import type { Actor } from '../domain/actor.js';
 import type { Comment } from '../domain/comments.js';
+import { firstMemberPages } from '../domain/connection-reads.js';
 import type { Connection } from '../domain/connection.js';
 import { DomainError } from '../domain/errors.js';
 import type { Order } from '../domain/order-model.js';
@@ -21,9 +22,10 @@ function byId<T>(read: (ids: readonly string[]) => Promise<Map<string, T>>): Dat
 }
 
 /**
- * First pages of a child list (a post's comments, an author's posts, a user's orders) for many
- * parents at once. Each page size gets its own loader, since one batch query serves one size. A
- * parent the core leaves out of its answer (orders the caller may not see) loads as null.
+ * First pages of a child list (a post's comments, an author's posts, an organization's members, a
+ * user's orders) for many parents at once. Each page size gets its own loader, since one batch query
+ * serves one size. A parent the core leaves out of its answer (orders the caller may not see) loads
+ * as null.
  */
 class FirstPages<T> {
   private readonly bySize = new Map<number | null, DataLoader<string, Connection<T> | null>>();
@@ -83,6 +85,8 @@ export function createLoaders(services: Services, principal: Principal | null) {
     ),
     commentPages: new FirstPages<Comment>((ids, first) => core.comments.firstPagesByPosts(actor, ids, first)),
     authorPages: new FirstPages<Post>((ids, first) => core.posts.firstPagesByAuthors(actor, ids, first)),
+    /** First pages of Organization.members (who may read the organization is asked where it is reached). */
+    memberPages: new FirstPages<User>((ids, first) => firstMemberPages(core.deps, ids, first)),
     /** First pages of User.orders; users whose orders the caller may not see are absent (null). */
     orderPages: new FirstPages<Order>(async (ids, first) =>
       actor ? core.orders.firstPagesByUsers(actor, ids, first) : new Map(),

@@ -102,7 +102,13 @@ export const userResolvers = {
     },
   },
   Organization: {
+    // First pages for every organization of the operation in one batch (FirstPages, keyed by
+    // organization and page size); a page after or before a cursor through the one-list pager.
     members: (org: Organization, args: PageArgs, ctx: GraphQLContext) =>
-      viaCore(() => membersOf(ctx.services.core.deps, org.id, args)),
+      viaCore(async () =>
+        args.after == null && args.last == null && args.before == null
+          ? ((await ctx.loaders.memberPages.load(org.id, args.first)) ?? emptyConnection())
+          : membersOf(ctx.services.core.deps, org.id, args),
+      ),
   },
 };
