@@ -1,6 +1,7 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
 import { GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
+import { guardEntities } from './entities.js';
 import { resolverMaps } from './resolvers/index.js';
 import { withScopeChecks } from './resolvers/scopes.js';
 import { typeDefs } from './schema/index.js';
@@ -21,13 +22,16 @@ function mergeResolvers(maps: typeof resolverMaps): GraphQLResolverMap<unknown> 
 
 /**
  * The executable schema, built once per process. It is also a valid federation subgraph
- * (`_service`, `_entities`), so the same build serves standalone clients and a router.
+ * (`_service`, `_entities`), so the same build serves standalone clients and a router; `_entities`
+ * answers a malformed representation BAD_USER_INPUT at its own item (./entities.ts).
  */
 export function buildAtriumSchema(): GraphQLSchema {
-  return buildSubgraphSchema([
-    {
-      typeDefs: parse(typeDefs.join('\n')),
-      resolvers: withScopeChecks(mergeResolvers(resolverMaps)) as GraphQLResolverMap<unknown>,
-    },
-  ]);
+  return guardEntities(
+    buildSubgraphSchema([
+      {
+        typeDefs: parse(typeDefs.join('\n')),
+        resolvers: withScopeChecks(mergeResolvers(resolverMaps)) as GraphQLResolverMap<unknown>,
+      },
+    ]),
+  );
 }

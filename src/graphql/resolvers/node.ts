@@ -1,6 +1,5 @@
 import type { GraphQLContext } from '../context.js';
-import { resolveType, typeOfId, viewerOf } from './support.js';
-import { mayReadOrganization } from '../../domain/user-policies.js';
+import { readableOrganization, resolveType, typeOfId } from './support.js';
 
 /** `node(id)`, and the type resolution of the interfaces and unions, by the id's prefix. */
 export const nodeResolvers = {
@@ -15,14 +14,8 @@ export const nodeResolvers = {
           return ctx.loaders.comment.load(args.id);
         case 'Order':
           return ctx.loaders.order.load(args.id);
-        case 'Organization': {
-          const viewer = viewerOf(ctx);
-          const own =
-            viewer?.kind === 'user'
-              ? ((await ctx.loaders.user.load(viewer.id))?.organizationId ?? null)
-              : null;
-          return mayReadOrganization(viewer, own, args.id) ? ctx.loaders.organization.load(args.id) : null;
-        }
+        case 'Organization':
+          return readableOrganization(ctx, args.id);
         default:
           return null;
       }

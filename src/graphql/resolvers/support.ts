@@ -1,6 +1,8 @@
 import { toActor } from '../../auth/principal.js';
 import type { Actor } from '../../domain/actor.js';
 import { DomainError } from '../../domain/errors.js';
+import type { Organization } from '../../domain/organizations.js';
+import { mayReadOrganization } from '../../domain/user-policies.js';
 import type { GraphQLContext } from '../context.js';
 import { toGraphQLError, unauthenticated } from '../errors.js';
 
@@ -13,6 +15,17 @@ export function actorOf(ctx: GraphQLContext): Actor {
 /** The caller for reads that anonymous callers may make too. */
 export function viewerOf(ctx: GraphQLContext): Actor | null {
   return ctx.principal ? toActor(ctx.principal) : null;
+}
+
+/**
+ * An organization fetched by its id (`node(id)`, a router's `_entities`): null when unknown or when
+ * the caller may not read it (the core's `mayReadOrganization`: its members and admins).
+ */
+export async function readableOrganization(ctx: GraphQLContext, id: string): Promise<Organization | null> {
+  const viewer = viewerOf(ctx);
+  const own =
+    viewer?.kind === 'user' ? ((await ctx.loaders.user.load(viewer.id))?.organizationId ?? null) : null;
+  return mayReadOrganization(viewer, own, id) ? ctx.loaders.organization.load(id) : null;
 }
 
 export interface FieldProblem {

@@ -6,7 +6,7 @@ import type { Role } from '../../store/types.js';
 import type { User } from '../../domain/users.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError, viaCore } from '../errors.js';
-import { actorOf, viewerOf } from './support.js';
+import { actorOf, readableOrganization, viewerOf } from './support.js';
 
 const emptyConnection = <T>(): Connection<T> => ({
   edges: [],
@@ -102,6 +102,7 @@ export const userResolvers = {
     },
   },
   Organization: {
+    __resolveReference: (ref: { id: string }, ctx: GraphQLContext) => readableOrganization(ctx, ref.id),
     // First pages for every organization of the operation in one batch (FirstPages, keyed by
     // organization and page size); a page after or before a cursor through the one-list pager.
     members: (org: Organization, args: PageArgs, ctx: GraphQLContext) =>

@@ -51,7 +51,7 @@ export const userTypeDefs = /* GraphQL */ `
   }
 
   "An organization users belong to."
-  type Organization implements Node {
+  type Organization implements Node @key(fields: "id") {
     "Opaque, prefixed (org_) identifier."
     id: ID!
     "Display name."
