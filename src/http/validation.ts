@@ -112,9 +112,44 @@ export function acceptEmptyJsonBodies(app: FastifyInstance): void {
     if (text.trim() === '') return done(null, undefined);
     defaultParser(request, text, (err, parsed) => {
       if (err) return done(forbiddenKey(text) ?? err, undefined);
-      done(null, parsed);
+      done(loneSurrogate(text, parsed) ?? null, parsed);
     });
   });
+}
+
+/**
+ * A `\ud800` escape with no partner decodes to half a character: strict JSON readers (RFC 7493)
+ * refuse such a string, so one stored in an order would break every list that holds it, and
+ * PostgreSQL would store a user's name with U+FFFD in its place, changed without a word. Refused
+ * like a control character. UTF-8 bytes cannot spell one, so only text holding such an escape is
+ * walked.
+ */
+function loneSurrogate(text: string, parsed: unknown): DomainError | undefined {
+  if (!/\\u[dD][89a-fA-F]/.test(text)) return undefined;
+  const path = illFormedPath(parsed, '');
+  if (path === undefined) return undefined;
+  const field = path === '' ? null : path;
+  return new DomainError(
+    'validation_error',
+    'The request body has text with half a character (an unpaired UTF-16 surrogate escape).',
+    [{ field, message: 'must be well-formed Unicode text', code: 'invalid_characters' }],
+    { wireNamed: true },
+  );
+}
+
+// String.prototype.isWellFormed is in Node 20; the TypeScript lib here predates it.
+const wellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+function illFormedPath(value: unknown, at: string): string | undefined {
+  if (typeof value === 'string') return wellFormed(value) ? undefined : at;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const here = Array.isArray(value) ? `${at}[${key}]` : at === '' ? key : `${at}.${key}`;
+    if (!wellFormed(key)) return here;
+    const found = illFormedPath(item, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /**
