@@ -21,7 +21,7 @@ import { headerValue } from '../../http/auth.js';
 import { createContext, type GraphQLContext, renewLoaders } from '../context.js';
 import { storeUnavailableError, toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
-import { subscriptionByGetPlugin } from './get-queries-only.js';
+import { subscriptionByGetPlugin, subscriptionByPostPlugin } from './get-queries-only.js';
 import { malformedParamsPlugin } from './http-params.js';
 import { operationObserver, type OperationObserver } from './observe.js';
 import { type OperationParams, type PersistedQueries } from './persisted.js';
@@ -291,6 +291,7 @@ export function createPipeline(
       },
       malformedParamsPlugin,
       subscriptionByGetPlugin,
+      subscriptionByPostPlugin(),
       observer.httpPlugin,
       // Before the budget plugin: its early stop ends the hooks that follow it.
       observer.plugin,
