@@ -36,7 +36,23 @@ export const WS_CLOSE_GRACE_MS = 5_000;
 /** What the connection remembers between `connection_init` and its operations. */
 type Extra = { principal?: Principal | null; credentials?: Credentials };
 
-const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+/** Thrown for a credential that is not a string: refused like a malformed one (4403). */
+class NotAString extends Error {}
+
+/**
+ * A credential from the payload: a string, or absent (`undefined` or `null`). Anything else (a
+ * number, an object, a list) is refused as credentials that do not hold, as a malformed string is;
+ * until 2026-11-28 it was ignored and the connection ran anonymous.
+ */
+function credential(params: Record<string, unknown>, ...names: string[]): string | undefined {
+  for (const name of names) {
+    const value = params[name];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') throw new NotAString(`${name} is not a string`);
+    return value;
+  }
+  return undefined;
+}
 
 /**
  * graphql-ws at /graphql on the Fastify server's HTTP server. Credentials come in the
@@ -73,12 +89,14 @@ export function attachWebSocket(
         const params = ctx.connectionParams ?? {};
         try {
           ctx.extra.credentials = {
-            authorization: text(params.authorization) ?? text(params.Authorization),
-            apiKey: text(params['x-api-key']) ?? text(params['X-API-Key']),
+            authorization: credential(params, 'authorization', 'Authorization'),
+            apiKey: credential(params, 'x-api-key', 'X-API-Key'),
           };
           ctx.extra.principal = await pipeline.authenticate(ctx.extra.credentials);
           return true;
         } catch (err) {
+          // A credential of the wrong type: refused credentials, 4403 as below.
+          if (err instanceof NotAString) return false;
           const code = err instanceof GraphQLError ? err.extensions.code : undefined;
           if (code === 'SERVICE_UNAVAILABLE')
             ctx.extra.socket.close(CLOSE_TRY_AGAIN_LATER, 'Service temporarily unavailable');
