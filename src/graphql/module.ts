@@ -10,6 +10,7 @@ import { requestScopeOf } from '../http/plugins/request-context.js';
 import { createPipeline, type GraphQLPipeline, type HttpServerContext } from './pipeline/pipeline.js';
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
+import { graphqlCacheHeaders } from './transports/cache-headers.js';
 import { directPost } from './transports/direct-post.js';
 import { requestErrorBody, UNSUPPORTED_MEDIA_TYPE } from './transports/public-errors.js';
 import { registerSse } from './transports/sse.js';
@@ -50,6 +51,8 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       // Queries read outside the request scope; a mutation runs inside it (the direct path enters
       // it for mutations only, Yoga's path for every POST: GET cannot carry a mutation).
       config: { scopeInHandler: true },
+      // Cache-Control and Vary on every JSON answer, whichever path built it (docs/graphql.md).
+      onSend: graphqlCacheHeaders,
       handler: async (req, reply) => {
         if (req.method === 'POST' && (await direct(req, reply))) return reply;
         const scope = req.method === 'POST' ? requestScopeOf(req) : undefined;
