@@ -1,6 +1,7 @@
 import {
   BREAK,
   type DocumentNode,
+  execute as graphqlExecute,
   type ExecutionArgs,
   type ExecutionResult,
   type FieldNode,
@@ -10,6 +11,7 @@ import {
   GraphQLError,
   Kind,
   type OperationDefinitionNode,
+  subscribe as graphqlSubscribe,
   visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
@@ -22,16 +24,23 @@ import type { Plugin } from 'graphql-yoga';
  * parse, validation (depth, complexity, introspection) and the budget, and for every transport,
  * since WebSocket and SSE run the same enveloped execute.
  *
- * What stays with graphql-js (the executor Yoga brings): mutations (their fields run one after the
- * other there, and they are not the hot path), subscriptions, introspection, and any document
- * graphql-jit declines to compile.
+ * What stays with graphql-js: mutations (their fields run one after the other there, and they are
+ * not the hot path), subscriptions, introspection, and any document graphql-jit declines to compile.
+ * That is graphql's own `execute` and `subscribe`, not the executor Yoga brings
+ * (@graphql-tools/executor): its `promiseForObject` writes each field into the response as it
+ * resolves, so fields that resolve at once came before those that wait (`errors` before `post` in a
+ * mutation payload, `id` before `organization`), against GraphQL §7.2.2, which orders a response
+ * map as its selection set (until 2026-11-28). graphql-js and graphql-jit both keep that order.
  */
 export function jitPlugin(): Plugin {
   return {
     onExecute({ args, setExecuteFn }) {
       const compiled = compiledFor(args);
       // The variables plugin before this one has already refused any bad variable.
-      if (compiled) setExecuteFn((a) => runCompiled(compiled, a, false));
+      setExecuteFn(compiled ? (a) => runCompiled(compiled, a, false) : graphqlExecute);
+    },
+    onSubscribe({ setSubscribeFn }) {
+      setSubscribeFn(graphqlSubscribe as never);
     },
   };
 }
