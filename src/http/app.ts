@@ -158,6 +158,14 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // A route that has this method and still calls callNotFound (a missing file under a static
     // wildcard such as /docs/static/*) found no resource: that is a 404.
     const allow = allowedMethods(app, request.raw.url ?? request.url);
+    // A plain OPTIONS (no CORS preflight: that is answered before routing) asks what the resource
+    // supports (RFC 9110 §9.3.7): the answer is Allow, not a refusal.
+    if (allow.length > 0 && request.method === 'OPTIONS') {
+      return reply
+        .code(204)
+        .header('allow', [...allow, 'OPTIONS'].join(', '))
+        .send();
+    }
     if (allow.length > 0 && !allow.includes(request.method)) {
       return sendError(request, reply, methodNotAllowed(request.method, allow));
     }

@@ -166,6 +166,28 @@ describe('a wrong method on a path that exists', () => {
   });
 });
 
+describe('a plain OPTIONS (no CORS preflight)', () => {
+  it('is 204 with Allow listing the path’s methods and OPTIONS; an unknown path stays 404', async () => {
+    const who = await atrium.caller();
+    const id = await newOrder(who.headers);
+    const cases: Array<[string, string]> = [
+      ['/api/v2/orders', 'GET, HEAD, POST, OPTIONS'],
+      [`/api/v2/orders/${id}`, 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'],
+      [`/api/v2/orders/${id}/cancel`, 'POST, OPTIONS'],
+      [`/v1/users/${who.userId}`, 'GET, HEAD, PATCH, OPTIONS'],
+    ];
+    for (const [path, allow] of cases) {
+      for (const headers of [{}, who.headers]) {
+        const res = await call(base, 'OPTIONS', path, { headers });
+        expect(res.status, path).toBe(204);
+        expect(res.headers.get('allow')).toBe(allow);
+        expect(res.text).toBe('');
+      }
+    }
+    expect((await call(base, 'OPTIONS', '/api/v2/nothing-here')).status).toBe(404);
+  });
+});
+
 describe('a key that would set a prototype', () => {
   it('is 400 naming the key (forbidden_key), not called malformed JSON', async () => {
     const who = await atrium.caller();
