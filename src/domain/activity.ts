@@ -125,10 +125,11 @@ export class UserActivity {
           .where('created_at', '>=', iso(new Date(since)))
           .orderBy('id', 'asc')
           .execute();
-        for (const row of rows) {
-          if (seen.has(row.id)) continue;
+        const fresh = rows.filter((row) => !seen.has(row.id));
+        // Once per read, not per event: the credentials and the read rule, for the whole batch.
+        if (fresh.length > 0 && options.viewerNow) await this.users.read(await options.viewerNow(), userId);
+        for (const row of fresh) {
           if (signal.aborted) return;
-          if (options.viewerNow) await this.users.read(await options.viewerNow(), userId);
           seen.set(row.id, Date.parse(row.created_at));
           yield toActivity(row);
         }

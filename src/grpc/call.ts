@@ -36,7 +36,7 @@ export interface CallContext {
   /**
    * Authenticates the call's credentials again; rejects (UNAUTHENTICATED) once they no longer hold,
    * and resolves to the caller as they are now (their role may have changed since the call began).
-   * A stream asks before each message, so a key revoked or a user deleted meanwhile ends it.
+   * A stream asks before it sends what it read, so a key revoked or a user deleted meanwhile ends it.
    */
   recheck(): Promise<Actor>;
 }
