@@ -12,7 +12,8 @@ export const HANDLE = /^[a-z0-9][a-z0-9_-]{2,38}$/;
 
 export function checkEmail(value: unknown): string | null {
   if (typeof value !== 'string') return 'must be a string';
-  if (value.length > 254 || !EMAIL.test(value)) return 'must be a valid email address';
+  if (value.length > 254 || !EMAIL.test(value) || !isWellFormed(value))
+    return 'must be a valid email address';
   return null;
 }
 
@@ -30,7 +31,36 @@ export function checkText(value: unknown, min: number, max: number): string | nu
   if (length < min || length > max) return `must be ${min} to ${max} characters`;
   // eslint-disable-next-line no-control-regex -- rejecting control characters is the point
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(value)) return 'must not contain control characters';
+  if (!isWellFormed(value)) return ILL_FORMED;
   return null;
+}
+
+export const ILL_FORMED = 'must be well-formed Unicode text';
+
+/**
+ * Whether text is well-formed: no half character (a UTF-16 surrogate without its partner). JSON can
+ * spell one with a `\ud800` escape; strict JSON readers (RFC 7493) refuse such a string and
+ * PostgreSQL stores U+FFFD in its place, so no surface may let one reach the store.
+ */
+export function isWellFormed(text: string): boolean {
+  // String.prototype.isWellFormed is in Node 20; the TypeScript lib here predates it.
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+/**
+ * Where in a decoded JSON value the first ill-formed string (or key) is, as `a.b[2].c` ('' for the
+ * value itself), or undefined when every string is well-formed.
+ */
+export function illFormedTextPath(value: unknown, at = ''): string | undefined {
+  if (typeof value === 'string') return isWellFormed(value) ? undefined : at;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const here = Array.isArray(value) ? `${at}[${key}]` : at === '' ? key : `${at}.${key}`;
+    if (!isWellFormed(key)) return here;
+    const found = illFormedTextPath(item, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** Splits a display name into first and last: "Ada King Lovelace" -> ["Ada", "King Lovelace"]. */

@@ -1,7 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import { DomainError } from '../domain/errors.js';
-import { checkEmail } from '../domain/validate.js';
+import { checkEmail, ILL_FORMED, illFormedTextPath } from '../domain/validate.js';
 import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
 /**
@@ -126,30 +126,15 @@ export function acceptEmptyJsonBodies(app: FastifyInstance): void {
  */
 function loneSurrogate(text: string, parsed: unknown): DomainError | undefined {
   if (!/\\u[dD][89a-fA-F]/.test(text)) return undefined;
-  const path = illFormedPath(parsed, '');
+  const path = illFormedTextPath(parsed);
   if (path === undefined) return undefined;
   const field = path === '' ? null : path;
   return new DomainError(
     'validation_error',
     'The request body has text with half a character (an unpaired UTF-16 surrogate escape).',
-    [{ field, message: 'must be well-formed Unicode text', code: 'invalid_characters' }],
+    [{ field, message: ILL_FORMED, code: 'invalid_characters' }],
     { wireNamed: true },
   );
-}
-
-// String.prototype.isWellFormed is in Node 20; the TypeScript lib here predates it.
-const wellFormed = (text: string): boolean => (text as unknown as { isWellFormed(): boolean }).isWellFormed();
-
-function illFormedPath(value: unknown, at: string): string | undefined {
-  if (typeof value === 'string') return wellFormed(value) ? undefined : at;
-  if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const here = Array.isArray(value) ? `${at}[${key}]` : at === '' ? key : `${at}.${key}`;
-    if (!wellFormed(key)) return here;
-    const found = illFormedPath(item, here);
-    if (found !== undefined) return found;
-  }
-  return undefined;
 }
 
 /**

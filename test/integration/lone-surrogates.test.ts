@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../helpers/atrium.js';
 import { call } from '../helpers/rest-client.js';
+import { runOver } from './graphql/transports.js';
 import { makeCatalogue, orderBody } from './orders/fixtures.js';
 
 /**
@@ -58,4 +59,49 @@ describe('unpaired UTF-16 surrogate escapes in a REST body', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body!.name).toBe('Ada 😀');
   });
+});
+
+/**
+ * GraphQL variables arrive as JSON too, over POST, graphql-ws and graphql-sse; the clients write a
+ * lone surrogate as the escape it is. The core's text rule refuses it, so every surface does.
+ */
+describe('unpaired UTF-16 surrogates in GraphQL variables', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  beforeAll(async () => {
+    atrium = await startTestAtrium({}, ['api']);
+    base = (await atrium.listen()).httpUrl!;
+  });
+  afterAll(async () => {
+    await atrium?.stop();
+  });
+
+  const UPDATE =
+    'mutation($id: ID!, $name: String!) { updateUser(id: $id, input: { name: $name }) { firstName } }';
+
+  for (const transport of ['POST', 'WS', 'SSE'] as const) {
+    it(`refuses them in updateUser over ${transport}, naming the field; nothing is stored`, async () => {
+      const user = await atrium.caller();
+      const credentials = { 'x-api-key': user.key };
+      const read = {
+        query: 'query($id: ID!) { user(id: $id) { firstName lastName } }',
+        variables: { id: user.userId },
+      };
+      const before = await runOver(transport, base, read, credentials);
+      const res = await runOver(
+        transport,
+        base,
+        { query: UPDATE, variables: { id: user.userId, name: 'Ada \ud800' } },
+        credentials,
+      );
+      expect(res.errors, JSON.stringify(res)).toHaveLength(1);
+      expect(res.errors![0]!.extensions).toMatchObject({
+        code: 'BAD_USER_INPUT',
+        details: [{ field: 'name', message: expect.stringContaining('well-formed Unicode') }],
+      });
+      const after = await runOver(transport, base, read, credentials);
+      expect(after.data).toEqual(before.data);
+      expect(JSON.stringify(before.data)).not.toContain('\ufffd');
+    });
+  }
 });

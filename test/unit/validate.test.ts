@@ -36,6 +36,9 @@ describe('checkEmail', () => {
     ];
     for (const value of bad) expect(checkEmail(value), value).toBe('must be a valid email address');
     expect(checkEmail(`${'a'.repeat(250)}@b.co`)).toBe('must be a valid email address');
+    // Half a character in the local part: the pattern reads UTF-16 units, so it is checked apart.
+    expect(checkEmail('a\ud800@example.com')).toBe('must be a valid email address');
+    expect(checkEmail('\ud83d\ude00@example.com')).toBeNull();
     expect(checkEmail(42)).toBe('must be a string');
     expect(checkEmail(null)).toBe('must be a string');
   });
@@ -63,6 +66,12 @@ describe('checkText', () => {
     expect(checkText('abcde', 1, 5)).toBeNull();
     expect(checkText(undefined, 1, 5)).toBe('must be a string');
     expect(checkText(['a'], 1, 5)).toBe('must be a string');
+  });
+
+  it('refuses half a character (an unpaired surrogate) wherever it stands', () => {
+    for (const text of ['a\ud800', '\udc00b', 'x\ud83dy']) {
+      expect(checkText(text, 1, 5), JSON.stringify(text)).toBe('must be well-formed Unicode text');
+    }
   });
 
   it('refuses control characters but keeps tabs and line breaks', () => {
