@@ -6,7 +6,11 @@ import { sendError } from './errors.js';
 import type { RouteModule } from './routes.js';
 
 export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-/** If-Match and If-Unmodified-Since: a page makes conditional writes of an order (docs/rest.md). */
+/**
+ * Every request header the service reads: the conditional ones (a page makes conditional reads and
+ * writes of an order, docs/rest.md) and X-Request-Id, which a caller may set to follow its request
+ * through the logs. One the preflight leaves out makes the browser refuse the call itself.
+ */
 export const CORS_ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',
@@ -14,6 +18,9 @@ export const CORS_ALLOWED_HEADERS = [
   'Idempotency-Key',
   'If-Match',
   'If-Unmodified-Since',
+  'If-None-Match',
+  'If-Modified-Since',
+  'X-Request-Id',
 ];
 /** Response headers a browser script may read beyond the CORS-safelisted ones. */
 export const CORS_EXPOSED_HEADERS = [

@@ -27,6 +27,8 @@ interface Read {
   body?: string;
   /** The Deprecation header, as far as the page may read it (CORS exposes it). */
   deprecation?: string | null;
+  /** X-Request-Id, which CORS exposes. */
+  requestId?: string | null;
   error?: string;
 }
 
@@ -68,6 +70,7 @@ describeBrowser('cross-origin reads in a real browser', () => {
                 status: res.status,
                 body: await res.text(),
                 deprecation: res.headers.get('deprecation'),
+                requestId: res.headers.get('x-request-id'),
               };
             } catch (err) {
               return { ok: false, error: String(err) };
@@ -89,6 +92,16 @@ describeBrowser('cross-origin reads in a real browser', () => {
               body: JSON.stringify({ query: '{ me { id } }' }),
             }),
             rest: await read(`${base}/api/v2/orders`, { headers: { 'x-api-key': key } }),
+            // Every request header the service reads passes the preflight: conditional reads and
+            // a request id of the page's own, which comes back in X-Request-Id.
+            conditional: await read(`${base}/api/v2/orders`, {
+              headers: {
+                'x-api-key': key,
+                'if-none-match': '"not-this-one"',
+                'if-modified-since': 'Wed, 21 Oct 2015 07:28:00 GMT',
+                'x-request-id': 'page-request-1',
+              },
+            }),
             openapi: await read(`${base}/openapi.json`),
             // A URL the router refuses (bad percent-encoding): no hook runs for it. A simple
             // request: with a credential header the browser's preflight meets the same refusal.
@@ -113,6 +126,7 @@ describeBrowser('cross-origin reads in a real browser', () => {
     expect(reads.graphqlPost).toMatchObject({ ok: true, status: 200 });
     expect(JSON.parse(reads.graphqlPost!.body!)).toMatchObject({ data: { me: { id: expect.any(String) } } });
     expect(reads.rest).toMatchObject({ ok: true, status: 200 });
+    expect(reads.conditional).toMatchObject({ ok: true, status: 200, requestId: 'page-request-1' });
     expect(reads.openapi).toMatchObject({ ok: true, status: 200 });
     expect(reads.malformedV1).toMatchObject({ ok: true, status: 400, deprecation: 'true' });
   });

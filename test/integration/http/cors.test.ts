@@ -42,7 +42,8 @@ describe('CORS and security headers', () => {
       expect(res.headers['access-control-allow-credentials']).toBe('true');
       expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE, OPTIONS');
       expect(res.headers['access-control-allow-headers']).toBe(
-        'Authorization, Content-Type, X-API-Key, Idempotency-Key, If-Match, If-Unmodified-Since',
+        'Authorization, Content-Type, X-API-Key, Idempotency-Key, If-Match, If-Unmodified-Since, ' +
+          'If-None-Match, If-Modified-Since, X-Request-Id',
       );
       expect(res.headers['access-control-max-age']).toBe('86400');
       expect(String(res.headers.vary)).toMatch(/Origin/);
