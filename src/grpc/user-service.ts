@@ -42,19 +42,23 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
         if (request.limit < 0) problems.add('limit', 'limit must be 0 (no limit) or more', 'range_error');
         core.users.pageProblems({ role, cursor }, problems).throwIfAny();
         let remaining = request.limit > 0 ? request.limit : Infinity;
+        let viewer = ctx.actor;
         while (remaining > 0 && !ctx.signal.aborted) {
-          const page = await core.users.page(ctx.actor, {
+          const page = await core.users.page(viewer, {
             role,
             cursor,
             limit: Math.min(LIST_PAGE_SIZE, remaining),
           });
           for (const user of page) {
             // Waits while the client is not reading: one page in memory at most.
-            await send(toUserMessage(user, core.users.visibleEmail(ctx.actor, user)));
+            await send(toUserMessage(user, core.users.visibleEmail(viewer, user)));
             cursor = user.id;
             remaining -= 1;
           }
           if (page.length < LIST_PAGE_SIZE) break;
+          // A long stream outlives a role: each page is read as the caller is now, so an admin
+          // demoted (or a key revoked) mid-stream stops seeing what the old role showed.
+          viewer = await ctx.recheck();
         }
       },
       { endOnDrain: false },

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { newId } from '../../../src/domain/ids.js';
 import type { Role } from '../../../src/store/types.js';
 import { LIST_PAGE_SIZE } from '../../../src/grpc/user-service.js';
@@ -237,6 +238,51 @@ describe('gRPC ListUsers: a server stream', () => {
     expect(metrics).toMatch(
       /atrium_grpc_server_handled_total\{[^}]*grpc_method="ListUsers"[^}]*grpc_code="CANCELLED"[^}]*\} 1/,
     );
+  });
+
+  it('reads each page as the caller is now: an admin demoted mid-stream sees no more emails', async () => {
+    const watcher = await atrium.caller({ role: 'admin' });
+    pageCalls = 0;
+    const call = client.ListUsers!({}, metadataFor(watcher.headers)) as grpc.ClientReadableStream<UserMessage>;
+    const received: UserMessage[] = [];
+    let ended: grpc.StatusObject | undefined;
+    call.on('status', (s) => (ended = s));
+    call.on('error', () => undefined);
+    call.on('data', (m: UserMessage) => {
+      received.push(m);
+      if (received.length === 1) call.pause();
+    });
+    await waitFor(() => received.length >= 1, 5_000, 'the first user');
+    await new Promise((r) => setTimeout(r, 300));
+    await atrium.services.core.users.updateAsAdmin(SYSTEM_ACTOR, watcher.userId, { role: 'member' });
+    // Pages already read were read as an admin; every later one is read as the member they are now.
+    const readAsAdmin = pageCalls;
+    call.resume();
+    await waitFor(() => ended !== undefined, 10_000, 'the end of the stream');
+    expect(ended?.code).toBe(status.OK);
+    const later = received.slice(readAsAdmin * LIST_PAGE_SIZE);
+    expect(later.length).toBeGreaterThan(LIST_PAGE_SIZE);
+    expect(later.filter((m) => m.email !== '' && m.id !== watcher.userId)).toEqual([]);
+    expect(received[0]!.email).not.toBe('');
+  });
+
+  it('ends with UNAUTHENTICATED when the key is revoked mid-stream', async () => {
+    const holder = await atrium.caller({ role: 'member' });
+    const call = client.ListUsers!({}, metadataFor(holder.headers)) as grpc.ClientReadableStream<UserMessage>;
+    let received = 0;
+    let ended: grpc.StatusObject | undefined;
+    call.on('status', (s) => (ended = s));
+    call.on('error', () => undefined);
+    call.on('data', () => {
+      received += 1;
+      if (received === 1) call.pause();
+    });
+    await waitFor(() => received >= 1, 5_000, 'the first user');
+    await atrium.services.apiKeys.revoke(holder.keyId);
+    call.resume();
+    await waitFor(() => ended !== undefined, 10_000, 'the end of the stream');
+    expect(ended?.code).toBe(status.UNAUTHENTICATED);
+    expect(received).toBeLessThan(all.length);
   });
 
   it('ends with DEADLINE_EXCEEDED when the deadline passes mid-stream', async () => {
