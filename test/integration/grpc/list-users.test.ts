@@ -243,7 +243,10 @@ describe('gRPC ListUsers: a server stream', () => {
   it('reads each page as the caller is now: an admin demoted mid-stream sees no more emails', async () => {
     const watcher = await atrium.caller({ role: 'admin' });
     pageCalls = 0;
-    const call = client.ListUsers!({}, metadataFor(watcher.headers)) as grpc.ClientReadableStream<UserMessage>;
+    const call = client.ListUsers!(
+      {},
+      metadataFor(watcher.headers),
+    ) as grpc.ClientReadableStream<UserMessage>;
     const received: UserMessage[] = [];
     let ended: grpc.StatusObject | undefined;
     call.on('status', (s) => (ended = s));
