@@ -12,7 +12,7 @@ import {
   type UpdateOrderInput,
 } from './order-model.js';
 import { ORDER_STATUSES } from './order-state.js';
-import { checkText } from './validate.js';
+import { checkText, isBlank } from './validate.js';
 
 /**
  * Field checks for order input. The REST schemas reject most of this before it arrives; the core
@@ -50,7 +50,7 @@ function checkAddress(problems: Problems, address: ShippingAddress | undefined):
     const field = `shippingAddress.${key}`;
     const bad = checkText(address[key], 1, max);
     if (bad) problems.add(field, `${field} ${bad}`, 'range_error');
-    else if (address[key].trim() === '') problems.add(field, `${field} must not be blank`, 'range_error');
+    else if (isBlank(address[key])) problems.add(field, `${field} must not be blank`, 'range_error');
   }
   if (typeof address.country !== 'string' || !isCountryCode(address.country)) {
     problems.add(

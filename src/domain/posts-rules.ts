@@ -3,7 +3,7 @@ import { isAdmin } from './actor.js';
 import type { Tx } from './context.js';
 import { DomainError, forbidden } from './errors.js';
 import type { Problems } from './errors.js';
-import { checkText, parseIsoDateTime } from './validate.js';
+import { checkText, isBlank, parseIsoDateTime } from './validate.js';
 
 /**
  * Rules posts and comments share: who may write content, and the checks on the author and on
@@ -45,7 +45,7 @@ export function checkContent(value: unknown, field: string, max: number, problem
     problems.add(field, `${field} must be a string`);
     return;
   }
-  if (value.trim() === '') {
+  if (isBlank(value)) {
     problems.add(field, `${field} must not be blank`, 'range_error');
     return;
   }

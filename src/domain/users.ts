@@ -26,7 +26,7 @@ import {
   type UserUpdatePolicy,
   type Viewer,
 } from './user-policies.js';
-import { checkEmail, checkText, HANDLE, joinName, splitName } from './validate.js';
+import { checkEmail, checkText, HANDLE, isBlank, joinName, normaliseEmail, splitName } from './validate.js';
 
 export const ROLES: readonly Role[] = ['admin', 'member', 'viewer'];
 /** The most users one `page` call returns. */
@@ -45,7 +45,7 @@ const FIELD_COLUMNS: Record<UserField, readonly (keyof UserRow)[]> = {
 export function checkName(value: unknown, field: string): string | null {
   const bad = checkText(value, 1, 100);
   if (bad) return `${field} ${bad}`;
-  if ((value as string).trim() === '') return `${field} must not be blank`;
+  if (isBlank(value as string)) return `${field} must not be blank`;
   return null;
 }
 
@@ -137,7 +137,7 @@ export class UserService {
       id: newId('usr', now.getTime()),
       organization_id: organizationId,
       handle,
-      email: input.email.trim().toLowerCase(),
+      email: normaliseEmail(input.email),
       first_name: names.firstName,
       last_name: names.lastName,
       role,
@@ -209,7 +209,7 @@ export class UserService {
 
   /** Finds a user for login by handle or email. */
   async findForLogin(login: string): Promise<(User & { passwordHash: string | null }) | undefined> {
-    const value = login.trim().toLowerCase();
+    const value = normaliseEmail(login);
     const row = await liveUsers(this.deps.store.db)
       .where((eb) => eb.or([eb('handle', '=', value), eb('email', '=', value)]))
       .executeTakeFirst();
@@ -429,7 +429,7 @@ function checkUpdate(input: UpdateUserInput): {
     fields.add('email');
     const bad = checkEmail(input.email);
     if (bad) problems.add('email', `email ${bad}`, 'invalid_format');
-    else patch.email = input.email.trim().toLowerCase();
+    else patch.email = normaliseEmail(input.email);
   }
   if (input.role !== undefined) {
     fields.add('role');

@@ -10,6 +10,14 @@ export const EMAIL =
   /^[^\s\u0000-\u001f\u007f@"<>(),;:\\[\].]+(?:\.[^\s\u0000-\u001f\u007f@"<>(),;:\\[\].]+)*@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 export const HANDLE = /^[a-z0-9][a-z0-9_-]{2,38}$/;
 
+/**
+ * The one spelling of an email that is stored, looked up and counted for uniqueness: trimmed, lower
+ * case and in Unicode NFC, so `jösé@…` typed with combining accents is the same address.
+ */
+export function normaliseEmail(value: string): string {
+  return value.trim().toLowerCase().normalize('NFC');
+}
+
 export function checkEmail(value: unknown): string | null {
   if (typeof value !== 'string') return 'must be a string';
   if (value.length > 254 || !EMAIL.test(value) || !isWellFormed(value))
@@ -32,7 +40,16 @@ export function checkText(value: unknown, min: number, max: number): string | nu
   // eslint-disable-next-line no-control-regex -- rejecting control characters is the point
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(value)) return 'must not contain control characters';
   if (!isWellFormed(value)) return ILL_FORMED;
+  if (min > 0 && isBlank(value)) return 'must not be blank';
   return null;
+}
+
+/**
+ * Whether text shows nothing: only white space and invisible format characters (zero-width space,
+ * joiners, the byte order mark, bidi marks: Unicode's Cf), which `trim()` keeps as content.
+ */
+export function isBlank(text: string): boolean {
+  return !/[^\s\p{Cf}]/u.test(text);
 }
 
 export const ILL_FORMED = 'must be well-formed Unicode text';

@@ -4,6 +4,7 @@ import {
   checkText,
   HANDLE,
   joinName,
+  normaliseEmail,
   parseIsoDateTime,
   splitName,
 } from '../../src/domain/validate.js';
@@ -54,6 +55,13 @@ describe('HANDLE', () => {
   });
 });
 
+describe('normaliseEmail', () => {
+  it('stores one spelling: trimmed, lower case, composed (NFC)', () => {
+    expect(normaliseEmail(' Jose\u0301@Example.COM ')).toBe('jos\u00e9@example.com');
+    expect(normaliseEmail('jos\u00e9@example.com')).toBe('jos\u00e9@example.com');
+  });
+});
+
 describe('checkText', () => {
   it('counts characters, not UTF-16 units', () => {
     expect(checkText('🙂🙂🙂', 1, 3)).toBeNull();
@@ -66,6 +74,14 @@ describe('checkText', () => {
     expect(checkText('abcde', 1, 5)).toBeNull();
     expect(checkText(undefined, 1, 5)).toBe('must be a string');
     expect(checkText(['a'], 1, 5)).toBe('must be a string');
+  });
+
+  it('refuses blank text: white space and invisible format characters only', () => {
+    for (const text of ['   ', '\u200b', '\ufeff\u00a0', '\u200e\u3000']) {
+      expect(checkText(text, 1, 5), JSON.stringify(text)).toBe('must not be blank');
+    }
+    expect(checkText('a\u200b', 1, 5)).toBeNull();
+    expect(checkText('', 0, 5)).toBeNull();
   });
 
   it('refuses half a character (an unpaired surrogate) wherever it stands', () => {

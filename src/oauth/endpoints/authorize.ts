@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../compose.js';
 import type { User } from '../../domain/users.js';
-import { hasControlCharacter } from '../../domain/validate.js';
+import { hasControlCharacter, normaliseEmail } from '../../domain/validate.js';
 import {
   checkAuthorizationRequest,
   redirectTo,
@@ -151,7 +151,7 @@ class AuthorizationFlow {
     const plausible = username.length <= 320 && password.length <= 1024 && !hasControlCharacter(username);
     // One budget per account, whether it is named by handle or by email.
     const account = plausible ? await users.findForLogin(username) : undefined;
-    const identifier = account ? `user:${account.id}` : `login:${username.trim().toLowerCase()}`;
+    const identifier = account ? `user:${account.id}` : `login:${normaliseEmail(username)}`;
     try {
       await this.oauth.loginGuard.check(identifier, address);
     } catch (err) {

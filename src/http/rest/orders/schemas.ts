@@ -15,7 +15,7 @@ const enumOf = <T extends string>(values: readonly T[], description: string) =>
 export const CurrencySchema = enumOf(CURRENCIES, 'ISO 4217 currency code.');
 export const StatusSchema = enumOf(ORDER_STATUSES, 'Order status.');
 const text = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: '\\S', description });
+  Type.String({ minLength: 1, maxLength, pattern: '[^\\s\\p{Cf}]', description });
 
 export const ShippingAddressSchema = Type.Object(
   {

@@ -32,8 +32,9 @@ export const UpdateUserBody = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 100,
-        // Not blank; the empty string is left to minLength so it reports one problem, not two.
-        pattern: '^$|\\S',
+        // Not blank (white space and invisible format characters only, as the core's isBlank); the
+        // empty string is left to minLength so it reports one problem, not two.
+        pattern: '^$|[^\\s\\p{Cf}]',
         description: 'Display name, 1 to 100 characters.',
       }),
     ),
