@@ -238,8 +238,6 @@ function withStatementCache(conn: SQLite.Database): SQLite.Database {
  * would surface as a 500. A parameter with NUL is refused as invalid input before it is sent, for
  * every surface at once; SQLite stores NUL and needs no guard.
  */
-const LENT_GUARDED = new WeakSet<object>();
-
 function refusingNul(pool: pg.Pool): pg.Pool {
   const check = (values: unknown) => {
     if (!Array.isArray(values)) return;
@@ -259,15 +257,6 @@ function refusingNul(pool: pg.Pool): pg.Pool {
       }
       return async () => {
         const client = await target.connect();
-        // pg-pool takes its error listener off a client while it is lent out; if the server goes
-        // away then, between two queries, the client emits 'error' with nobody listening, which
-        // would end the process. The query in flight (if any) is rejected anyway, and the next one
-        // on this client fails with an error isStoreUnavailable knows, so the listener only keeps
-        // the process up.
-        if (!LENT_GUARDED.has(client)) {
-          LENT_GUARDED.add(client);
-          client.on('error', () => undefined);
-        }
         return new Proxy(client, {
           get(c, p) {
             const value = Reflect.get(c, p, c) as unknown;
@@ -289,6 +278,13 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers
   const pool = new pg.Pool({ ...pgPoolConfig(url), max });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
+  // pg-pool takes its error listener off a client while it is lent out; if the server goes away
+  // then, the client emits 'error' with nobody listening, which would end the process. The listener
+  // is added as the client is born ('connect' is emitted before it is first lent): a FATAL that
+  // arrives in the same read as the connection's first ReadyForQuery (pg_terminate_backend under
+  // load) came before a listener added by the borrower could be. The query in flight, if any, is
+  // rejected anyway, and the next one on this client fails with an error isStoreUnavailable knows.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
     dialect: guardedByRequestScope(new PostgresDialect({ pool: refusingNul(pool) })),
