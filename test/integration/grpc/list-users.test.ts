@@ -78,6 +78,20 @@ describe('gRPC ListUsers: a server stream', () => {
     await atrium?.stop();
   });
 
+  /** A ListUsers stream whose client stops reading after the first user, until `resume()`. */
+  async function pausedAfterFirst(headers: Record<string, string>) {
+    const call = client.ListUsers!({}, metadataFor(headers)) as grpc.ClientReadableStream<UserMessage>;
+    const stream = { call, received: [] as UserMessage[], ended: undefined as grpc.StatusObject | undefined };
+    call.on('status', (s) => (stream.ended = s));
+    call.on('error', () => undefined);
+    call.on('data', (m: UserMessage) => {
+      stream.received.push(m);
+      if (stream.received.length === 1) call.pause();
+    });
+    await waitFor(() => stream.received.length >= 1, 5_000, 'the first user');
+    return stream;
+  }
+
   it('streams every user in id order, and only admins and the user themself see an email', async () => {
     const { messages, status: end } = await collect<UserMessage>(client, 'ListUsers', {}, member.headers);
     expect(end?.code).toBe(status.OK);
@@ -214,24 +228,15 @@ describe('gRPC ListUsers: a server stream', () => {
   it('honours back-pressure: a client that stops reading stops the server reading the table; cancel ends it', async () => {
     const pages = Math.ceil(all.length / LIST_PAGE_SIZE);
     pageCalls = 0;
-    const call = client.ListUsers!({}, metadataFor(member.headers)) as grpc.ClientReadableStream<UserMessage>;
-    let received = 0;
-    let ended: grpc.StatusObject | undefined;
-    call.on('status', (s) => (ended = s));
-    call.on('error', () => undefined);
-    call.on('data', () => {
-      received += 1;
-      if (received === 1) call.pause();
-    });
-    await waitFor(() => received >= 1, 5_000, 'the first user');
+    const stream = await pausedAfterFirst(member.headers);
     // Give the server ample time to run ahead if it ignored flow control.
     await new Promise((r) => setTimeout(r, 1_000));
     const readWhilePaused = pageCalls;
     expect(readWhilePaused).toBeGreaterThan(0);
     expect(readWhilePaused).toBeLessThan(pages);
-    call.cancel();
-    await waitFor(() => ended !== undefined, 5_000, 'the cancelled status');
-    expect(ended?.code).toBe(status.CANCELLED);
+    stream.call.cancel();
+    await waitFor(() => stream.ended !== undefined, 5_000, 'the cancelled status');
+    expect(stream.ended?.code).toBe(status.CANCELLED);
     await new Promise((r) => setTimeout(r, 300));
     expect(pageCalls).toBe(readWhilePaused);
     const metrics = await atrium.services.metrics.metrics();
@@ -243,49 +248,28 @@ describe('gRPC ListUsers: a server stream', () => {
   it('reads each page as the caller is now: an admin demoted mid-stream sees no more emails', async () => {
     const watcher = await atrium.caller({ role: 'admin' });
     pageCalls = 0;
-    const call = client.ListUsers!(
-      {},
-      metadataFor(watcher.headers),
-    ) as grpc.ClientReadableStream<UserMessage>;
-    const received: UserMessage[] = [];
-    let ended: grpc.StatusObject | undefined;
-    call.on('status', (s) => (ended = s));
-    call.on('error', () => undefined);
-    call.on('data', (m: UserMessage) => {
-      received.push(m);
-      if (received.length === 1) call.pause();
-    });
-    await waitFor(() => received.length >= 1, 5_000, 'the first user');
+    const stream = await pausedAfterFirst(watcher.headers);
     await new Promise((r) => setTimeout(r, 300));
     await atrium.services.core.users.updateAsAdmin(SYSTEM_ACTOR, watcher.userId, { role: 'member' });
     // Pages already read were read as an admin; every later one is read as the member they are now.
     const readAsAdmin = pageCalls;
-    call.resume();
-    await waitFor(() => ended !== undefined, 10_000, 'the end of the stream');
-    expect(ended?.code).toBe(status.OK);
-    const later = received.slice(readAsAdmin * LIST_PAGE_SIZE);
+    stream.call.resume();
+    await waitFor(() => stream.ended !== undefined, 10_000, 'the end of the stream');
+    expect(stream.ended?.code).toBe(status.OK);
+    const later = stream.received.slice(readAsAdmin * LIST_PAGE_SIZE);
     expect(later.length).toBeGreaterThan(LIST_PAGE_SIZE);
     expect(later.filter((m) => m.email !== '' && m.id !== watcher.userId)).toEqual([]);
-    expect(received[0]!.email).not.toBe('');
+    expect(stream.received[0]!.email).not.toBe('');
   });
 
   it('ends with UNAUTHENTICATED when the key is revoked mid-stream', async () => {
     const holder = await atrium.caller({ role: 'member' });
-    const call = client.ListUsers!({}, metadataFor(holder.headers)) as grpc.ClientReadableStream<UserMessage>;
-    let received = 0;
-    let ended: grpc.StatusObject | undefined;
-    call.on('status', (s) => (ended = s));
-    call.on('error', () => undefined);
-    call.on('data', () => {
-      received += 1;
-      if (received === 1) call.pause();
-    });
-    await waitFor(() => received >= 1, 5_000, 'the first user');
+    const stream = await pausedAfterFirst(holder.headers);
     await atrium.services.apiKeys.revoke(holder.keyId);
-    call.resume();
-    await waitFor(() => ended !== undefined, 10_000, 'the end of the stream');
-    expect(ended?.code).toBe(status.UNAUTHENTICATED);
-    expect(received).toBeLessThan(all.length);
+    stream.call.resume();
+    await waitFor(() => stream.ended !== undefined, 10_000, 'the end of the stream');
+    expect(stream.ended?.code).toBe(status.UNAUTHENTICATED);
+    expect(stream.received.length).toBeLessThan(all.length);
   });
 
   it('ends with DEADLINE_EXCEEDED when the deadline passes mid-stream', async () => {
