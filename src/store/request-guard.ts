@@ -94,7 +94,14 @@ class GuardedDriver implements Driver {
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     const guarded = connection as GuardedConnection;
     guarded.inTransaction = false;
-    await this.inner.rollbackTransaction(guarded.inner);
+    try {
+      await this.inner.rollbackTransaction(guarded.inner);
+    } catch (err) {
+      // SQLite rolls a transaction back by itself on some errors (disk full, I/O, a read-only file,
+      // RAISE(ROLLBACK)); the ROLLBACK that follows then fails, and its error would replace the
+      // one that explains the failure in the log. Rolled back is what was asked.
+      if (!alreadyRolledBack(err)) throw err;
+    }
   }
 
   async savepoint(
@@ -153,4 +160,8 @@ class GuardedDriver implements Driver {
     if (fn === undefined) throw new Error(`The database driver does not support ${method}.`);
     return fn as NonNullable<Driver[K]>;
   }
+}
+
+function alreadyRolledBack(err: unknown): boolean {
+  return err instanceof Error && /^cannot rollback - no transaction is active$/.test(err.message);
 }

@@ -198,6 +198,45 @@ describe(`store on ${testDialect()}`, () => {
     expect(seen.map((s) => s.kind)).toEqual(['event.recorded', 'user.changed']);
   });
 
+  it('fails a transaction with the error that ended it, when the engine had rolled it back itself', async () => {
+    // RAISE(ROLLBACK) on SQLite and an exception on PostgreSQL end the transaction in the engine,
+    // as a full disk or a read-only file does; the ROLLBACK that follows must not hide why.
+    if (database.dialect === 'sqlite') {
+      await sql`create trigger refuse_org before insert on organizations when new.name = 'Refused'
+        begin select raise(rollback, 'refused by the trigger'); end`.execute(store.db);
+    } else {
+      await sql`create function refuse_org() returns trigger language plpgsql as $$
+        begin if new.name = 'Refused' then raise exception 'refused by the trigger'; end if; return new; end $$`.execute(
+        store.db,
+      );
+      await sql`create trigger refuse_org before insert on organizations for each row execute function refuse_org()`.execute(
+        store.db,
+      );
+    }
+    try {
+      const err = await rejectionOf(
+        store.db.transaction().execute(async (trx) => {
+          await trx.insertInto('organizations').values(org('org_kept_out_1')).execute();
+          await trx
+            .insertInto('organizations')
+            .values({ ...org('org_kept_out_2'), name: 'Refused' })
+            .execute();
+        }),
+      );
+      expect((err as Error).message).toMatch(/refused by the trigger/);
+      const kept = await store.db
+        .selectFrom('organizations')
+        .select('id')
+        .where('id', 'in', ['org_kept_out_1', 'org_kept_out_2'])
+        .execute();
+      expect(kept).toEqual([]);
+    } finally {
+      await sql`drop trigger refuse_org${database.dialect === 'postgres' ? sql` on organizations` : sql``}`.execute(
+        store.db,
+      );
+    }
+  });
+
   it('keeps ISO timestamps as given, so lexical order is time order', async () => {
     const at = '2026-03-04T05:06:07.089Z';
     await store.db
