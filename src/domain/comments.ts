@@ -5,12 +5,12 @@ import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
 import { inTransaction } from './context.js';
 import { notFound, Problems } from './errors.js';
-import { idFloor, newId } from './ids.js';
+import { idFloor, isId, newId } from './ids.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
 import { commentsOfVisiblePostsSql, mayViewPost } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
-import { assertAuthorExists, assertMayWriteAs, checkContent, checkId } from './posts-rules.js';
+import { assertAuthorExists, assertMayWriteAs, assertPostId, checkContent, checkId } from './posts-rules.js';
 
 export const COMMENTS_PAGE_SIZE = 10;
 export const MAX_COMMENT_LENGTH = 10_000;
@@ -66,6 +66,7 @@ export class CommentService {
     checkId(input.postId, 'postId', problems);
     problems.throwIfAny();
     assertMayWriteAs(actor, input.authorId);
+    assertPostId(input.postId);
 
     const now = this.deps.clock.now();
     const row: CommentRow = {
@@ -94,6 +95,8 @@ export class CommentService {
 
   /** One comment as `viewer` sees it: a comment on a post hidden from them is not_found. */
   async get(viewer: Viewer, id: string): Promise<Comment> {
+    // Not a comment id: no comment, on every engine alike, and not echoed (see assertPostId).
+    if (!isId(id, 'cmt')) throw notFound('Comment');
     let q = this.deps.store.db.selectFrom('comments').selectAll().where('id', '=', id);
     const visible = this.visible(viewer);
     if (visible) q = q.where(visible);
@@ -135,6 +138,7 @@ export class CommentService {
     const visible = this.visible(viewer);
     return byIds(
       ids,
+      'cmt',
       (unique) => {
         let q = db.selectFrom('comments').selectAll().where('id', 'in', unique);
         if (visible) q = q.where(visible);
@@ -186,6 +190,7 @@ export class CommentService {
 
   /** Whether `viewer` may see the post's comments (and the post), for subscriptions filtering by post. */
   async mayViewPostOf(viewer: Viewer, postId: string): Promise<boolean> {
+    if (!isId(postId, 'pst')) return false;
     const row = await this.deps.store.db
       .selectFrom('posts')
       .select(['author_id', 'published_at'])

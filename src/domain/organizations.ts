@@ -4,7 +4,7 @@ import type { CoreDeps } from './context.js';
 import { isAdmin } from './actor.js';
 import { forbidden, notFound, Problems } from './errors.js';
 import { mayReadOrganization, type Viewer } from './user-policies.js';
-import { newId } from './ids.js';
+import { isId, newId } from './ids.js';
 import { checkText } from './validate.js';
 
 export interface Organization {
@@ -36,6 +36,8 @@ export class OrganizationService {
   }
 
   async get(id: string): Promise<Organization> {
+    // Not an organization id: none, on every engine alike, and not echoed (see posts' assertPostId).
+    if (!isId(id, 'org')) throw notFound('Organization');
     const row = await this.deps.store.db
       .selectFrom('organizations')
       .selectAll()
@@ -67,6 +69,7 @@ export class OrganizationService {
     const db = this.deps.store.db;
     return byIds(
       ids,
+      'org',
       (unique) => db.selectFrom('organizations').selectAll().where('id', 'in', unique).execute(),
       toOrganization,
     );

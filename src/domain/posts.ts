@@ -12,6 +12,7 @@ import {
   assertAuthorExists,
   assertMayChange,
   assertMayWriteAs,
+  assertPostId,
   checkContent,
   checkId,
   readDateTime,
@@ -114,6 +115,7 @@ export class PostService {
     }
     const tags = input.tags == null ? undefined : normaliseTags(input.tags, problems);
     problems.throwIfAny();
+    assertPostId(id);
 
     return inTransaction(this.deps, async (tx) => {
       const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
@@ -143,6 +145,7 @@ export class PostService {
 
   /** Deletes the post with its comments and tag links. */
   async delete(actor: Actor, id: string): Promise<{ deletedPostId: string }> {
+    assertPostId(id);
     return inTransaction(this.deps, async (tx) => {
       const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
       if (!current || !mayViewPost(actor, toPost(current), this.deps.clock.now())) throw notFound('Post', id);
@@ -155,6 +158,7 @@ export class PostService {
 
   /** One post as `viewer` sees it: a draft or scheduled post of someone else is not_found. */
   async get(viewer: Viewer, id: string): Promise<Post> {
+    assertPostId(id);
     const row = await this.deps.store.db
       .selectFrom('posts')
       .selectAll()
@@ -171,6 +175,7 @@ export class PostService {
     const visible = this.visible(viewer);
     return byIds(
       ids,
+      'pst',
       (unique) => {
         let q = db.selectFrom('posts').selectAll().where('id', 'in', unique);
         if (visible) q = q.where(visible);

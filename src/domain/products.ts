@@ -51,6 +51,7 @@ export class ProductService {
     const db = this.deps.store.db;
     return byIds(
       ids,
+      'prd',
       (unique) => db.selectFrom('products').selectAll().where('id', 'in', unique).execute(),
       toProduct,
     );

@@ -194,7 +194,7 @@ export class UserService {
   /** Batch read for data loaders; missing ids are absent from the map. */
   getMany(ids: readonly string[]): Promise<Map<string, User>> {
     const db = this.deps.store.db;
-    return byIds(ids, (unique) => liveUsers(db).where('id', 'in', unique).execute(), toUser);
+    return byIds(ids, 'usr', (unique) => liveUsers(db).where('id', 'in', unique).execute(), toUser);
   }
 
   /** Users by id ascending, keyset-paged after an id; filters by role and organization. */

@@ -165,10 +165,11 @@ describe('post visibility', () => {
         t.core.comments.add(other, { body: 'sneaky', authorId: other.id, postId: id }),
       );
       expect(add.code).toBe('not_found');
+      const unknownId = 'pst_00000000000000000000000000';
       const missing = await rejection(
-        t.core.comments.add(other, { body: 'sneaky', authorId: other.id, postId: 'pst_missing' }),
+        t.core.comments.add(other, { body: 'sneaky', authorId: other.id, postId: unknownId }),
       );
-      expect(add.message.replace(id, 'X')).toBe(missing.message.replace('pst_missing', 'X'));
+      expect(add.message.replace(id, 'X')).toBe(missing.message.replace(unknownId, 'X'));
       expect((await rejection(t.core.posts.update(other, id, { title: 'mine' }))).code).toBe('not_found');
       expect((await rejection(t.core.posts.delete(other, id))).code).toBe('not_found');
     }

@@ -49,7 +49,8 @@ interface OutageEnv {
   end(): Promise<void>;
 }
 
-const PARTIAL = '{ __typename post(id: "pst_none") { title } }';
+// A well-formed id of no post: one that cannot be a post id is answered without a read.
+const PARTIAL = '{ __typename post(id: "pst_00000000000000000000000000") { title } }';
 const POSTS = '{ posts(first: 5) { totalCount } }';
 const CREATE = `mutation($in: CreatePostInput!) { createPost(input: $in) { post { title } errors { message } } }`;
 
