@@ -1,6 +1,7 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
+import { checkText } from './validate.js';
 import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 
@@ -55,6 +56,13 @@ export class SearchService {
   async search(viewer: Viewer, query: string, limit: number = SEARCH_DEFAULT_LIMIT): Promise<SearchHit[]> {
     const problems = new Problems();
     if (typeof query !== 'string') problems.add('query', 'query must be a string');
+    // The core's text rule (checkText) for the query's characters, whatever its length: NUL and
+    // the other control characters are refused on every engine alike. Left to the engines, NUL
+    // would only separate words, while PostgreSQL's guard refuses any text holding it.
+    else {
+      const bad = checkText(query, 0, Number.MAX_SAFE_INTEGER);
+      if (bad) problems.add('query', `query ${bad}`, 'invalid_characters');
+    }
     if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_MAX_LIMIT) {
       problems.add('limit', `limit must be an integer from 1 to ${SEARCH_MAX_LIMIT}`, 'range_error');
     }

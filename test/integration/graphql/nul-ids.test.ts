@@ -99,5 +99,22 @@ describe('a NUL character in an id, over GraphQL', () => {
         expect(res.errors).toBeUndefined();
       }
     });
+
+    it(`search text with NUL is BAD_USER_INPUT naming query on every engine, over ${transport}`, async () => {
+      const q = `query($q: String!) { search(query: $q) { __typename } }`;
+      for (const text of ['a\u0000b', 'nothing\u0000', '\u0000']) {
+        const res = await runOver(transport, s.base, { query: q, variables: { q: text } }, member);
+        expect(res.data ?? null, JSON.stringify(text)).toBeNull();
+        expect(res.errors).toHaveLength(1);
+        expect(res.errors![0]!.extensions).toMatchObject({
+          code: 'BAD_USER_INPUT',
+          details: [{ field: 'query', message: 'query must not contain control characters' }],
+        });
+      }
+      // Tabs and newlines are whitespace, as in every text the core takes.
+      const tab = await runOver(transport, s.base, { query: q, variables: { q: 'post\tnothing' } }, member);
+      expect(tab.errors).toBeUndefined();
+      expect(tab.data).toEqual({ search: [{ __typename: 'Post' }] });
+    });
   }
 });
