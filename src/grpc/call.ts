@@ -19,6 +19,7 @@ import { genRequestId } from '../http/plugins/request-context.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
 import { serviceError, toServiceError } from './errors.js';
 import type { GrpcMetrics } from './metrics.js';
+import { RefusedRequest } from './strict-strings.js';
 import { UNDECODABLE, UNDECODABLE_MESSAGE } from './undecodable.js';
 
 /** What a handler gets: the caller, already authenticated, rate-limited and scope-checked. */
@@ -248,6 +249,8 @@ export class CallPipeline {
   ): Promise<CallContext> {
     // The client's own bad bytes (undecodable.ts): refused before any authentication work.
     if (call.request === UNDECODABLE) throw serviceError(status.INVALID_ARGUMENT, UNDECODABLE_MESSAGE);
+    // A string field that is not UTF-8 (strict-strings.ts): refused as well, naming the field.
+    if (call.request instanceof RefusedRequest) throw call.request.error;
     if (this.draining) throw serviceError(status.UNAVAILABLE, 'The server is shutting down; retry.');
     const users = new RequestUsers();
     const credentials = {

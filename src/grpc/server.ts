@@ -11,6 +11,7 @@ import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
 import { grpcMetrics } from './metrics.js';
 import { reflectionService } from './reflection.js';
+import { strictStrings } from './strict-strings.js';
 import { markUndecodable, refusingUndecodable } from './undecodable.js';
 import { userServiceHandlers } from './user-service.js';
 
@@ -108,7 +109,8 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
   });
   server.addService(
     // A request that cannot be decoded reaches the pipeline (INVALID_ARGUMENT, logged, counted).
-    markUndecodable(UserServiceService),
+    // Strings must be UTF-8 (proto3): one that is not is refused naming its field (strict-strings.ts).
+    markUndecodable(strictStrings(UserServiceService)),
     userServiceHandlers(pipeline, {
       core: services.core,
       activity: new UserActivity(services.deps, services.core.users),
