@@ -142,21 +142,22 @@ function parseFailed(err: unknown): unknown {
 
 /**
  * Anything that is not a GraphQL error with a code of ours (or a core DomainError, mapped by the one
- * table in ../errors.ts) is masked as INTERNAL_SERVER_ERROR, logged with its cause, and shown only
- * in development. A resolver that meets a database outage is the exception: it is worth retrying,
+ * table in ../errors.ts) is masked as INTERNAL_SERVER_ERROR (`Unexpected error.`) and logged with
+ * its cause, which no client sees in any mode: until 2026-11-28 development (NODE_ENV's default)
+ * sent it as `extensions.originalError`, stack and storage text included. A resolver that meets a database outage is the exception: it is worth retrying,
  * so it answers SERVICE_UNAVAILABLE at its path (`storeUnavailableError`), in every mode, with no
  * cause shown; the outage is logged once through the process's log (`Services.storeOutage`), not
  * once per error. Every transport's errors pass here, so this is the one place that decides it.
  * It carries no HTTP status: a field error leaves the result a GraphQL response with `data`, which
  * GraphQL over HTTP answers 200 (docs/graphql.md, Errors).
  */
-function maskError(services: Services, isDev: boolean) {
+function maskError(services: Services) {
   return (error: unknown): Error => {
     const mapped = toGraphQLError(error);
     if (mapped instanceof GraphQLError) {
       const original = mapped.originalError;
       if (!original || original instanceof GraphQLError || original instanceof DomainError) {
-        return isDev ? mapped : withoutOriginalError(mapped);
+        return withoutOriginalError(mapped);
       }
     }
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
@@ -168,19 +169,15 @@ function maskError(services: Services, isDev: boolean) {
       source: located?.source,
       positions: located?.positions,
       path: located?.path,
-      extensions: {
-        code: 'INTERNAL_SERVER_ERROR',
-        ...(isDev && cause instanceof Error
-          ? { originalError: { message: cause.message, stack: cause.stack } }
-          : {}),
-      },
+      extensions: { code: 'INTERNAL_SERVER_ERROR' },
     });
   };
 }
 
 /**
  * Yoga writes the cause of some request errors into `extensions.originalError` itself (the
- * SyntaxError of a malformed JSON body); outside development that is taken out like any other cause.
+ * SyntaxError of a malformed JSON body, whose message quotes the body); it is taken out like any
+ * other cause, in every mode.
  * Yoga also reads that very extension to answer such an error 400 rather than 200 under
  * `Accept: application/json` (`http.spec` errors are otherwise 200 there), so the error's status is
  * kept by marking it as not a spec one: 400 whatever the client accepts, as before.
@@ -224,9 +221,8 @@ export function createPipeline(
   commentFeed: CommentFeed | undefined,
 ): GraphQLPipeline {
   const production = services.config.nodeEnv === 'production';
-  const isDev = services.config.nodeEnv === 'development';
   const observer = operationObserver(services.metrics, services.logger);
-  const mask = maskError(services, isDev);
+  const mask = maskError(services);
 
   async function authenticate(credentials: Credentials): Promise<Principal | null> {
     try {
@@ -280,7 +276,8 @@ export function createPipeline(
     // GraphiQL from the installed package (scripts, styles and workers inlined), development only.
     graphiql: production ? false : GRAPHIQL,
     renderGraphiQL: (options) => (graphiqlPage ??= renderGraphiQL(options)),
-    maskedErrors: { maskError: mask, isDev },
+    // No mode shows a cause: the spec has no development exception (see maskError).
+    maskedErrors: { maskError: mask, isDev: false },
     plugins: [
       {
         // Persisted queries for POST and GET; WebSocket and SSE resolve them in prepare().
