@@ -131,7 +131,12 @@ export const badUserInput = (message: string, field?: string): GraphQLError =>
  * (src/cluster/nginx-errors.ts), so a client meets one shape whichever limit a body crosses.
  */
 export function graphQLErrorBody(err: DomainError, rest: { message: string }): unknown {
-  const code = GRAPHQL_CODE[err.code];
+  // 415 is a refusal of the request as such, BAD_REQUEST as Yoga codes its own 415 on /graphql.
+  const code = err.code === 'unsupported_media_type' ? 'BAD_REQUEST' : GRAPHQL_CODE[err.code];
   const message = code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : rest.message;
-  return { errors: [{ message, extensions: { code } }] };
+  const extensions: Record<string, unknown> = { code };
+  // A body that is not UTF-8 names what is wrong as a variable's bad text does (fromDomain).
+  if (code === 'BAD_USER_INPUT' && err.details.length > 0)
+    extensions.details = err.details.map((d) => ({ field: d.field, message: d.message }));
+  return { errors: [{ message, extensions }] };
 }

@@ -1,6 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../compose.js';
+import type { DomainError } from '../domain/errors.js';
+import { decodeUtf8, foreignCharset, isJsonMediaType } from '../http/body-text.js';
 import { sendError } from '../http/errors.js';
 import type { RouteModule } from '../http/routes.js';
 import { graphQLErrorBody } from './errors.js';
@@ -38,7 +40,13 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
     // Yoga and graphql-sse read the body themselves (JSON, GraphQL errors for bad JSON); the
     // scope only collects it, so the body limit (413) still applies.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    // A body Yoga or graphql-sse reads as text is refused here when it is not UTF-8 (they would
+    // decode it with U+FFFD in place of each bad byte), and a JSON body naming another charset is
+    // 415: JSON is UTF-8 (RFC 8259). Both answer in GraphQL's shape through the handler below.
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+      const refused = textBodyRefusal(req.headers['content-type'], body as Buffer);
+      done(refused ?? null, body);
+    });
     // What reaches Fastify's error handler here (the 413) answers as a GraphQL error, not REST's body.
     scope.setErrorHandler((err, request, reply) =>
       sendError(request, reply, err, undefined, graphQLErrorBody),
@@ -96,3 +104,22 @@ async function viaYoga(pipeline: GraphQLPipeline, req: FastifyRequest, reply: Fa
 }
 
 export const graphqlModule: RouteModule = { name: 'graphql', roles: ['api'], register: registerGraphQL };
+
+/** Media types whose bodies Yoga or graphql-sse read as text (multipart uploads stay bytes). */
+const TEXT_BODY = /^application\/(x-www-form-urlencoded|graphql)$/;
+
+/** Why a /graphql or /graphql/stream body is refused before anything reads it, if it is. */
+function textBodyRefusal(contentType: string | undefined, body: Buffer): DomainError | undefined {
+  const json = isJsonMediaType(contentType);
+  if (!json && !TEXT_BODY.test(contentType?.split(';')[0]?.trim().toLowerCase() ?? '')) return undefined;
+  if (json) {
+    const charset = foreignCharset(contentType);
+    if (charset) return charset;
+  }
+  try {
+    decodeUtf8(body);
+  } catch (err) {
+    return err as DomainError;
+  }
+  return undefined;
+}

@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import { DomainError } from '../domain/errors.js';
+import { decodeUtf8, foreignCharset } from './body-text.js';
 import { checkEmail, ILL_FORMED, illFormedTextPath } from '../domain/validate.js';
 import type { FastifyInstance, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 
@@ -107,8 +108,16 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
 export function acceptEmptyJsonBodies(app: FastifyInstance): void {
   const defaultParser = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+  // Read as bytes: Fastify's 'string' decodes them with U+FFFD for whatever is not UTF-8.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = foreignCharset(request.headers['content-type']);
+    if (charset) return done(charset, undefined);
+    let text: string;
+    try {
+      text = decodeUtf8(body);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
     if (text.trim() === '') return done(null, undefined);
     defaultParser(request, text, (err, parsed) => {
       if (err) return done(forbiddenKey(text) ?? err, undefined);
