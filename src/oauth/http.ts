@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
+import { decodeUtf8 } from '../http/body-text.js';
 import { InvalidRequest, OAuthError, ServerError } from './errors.js';
 import { isStoreUnavailable } from '../store/errors.js';
 import { loggedAsOutage } from '../http/errors.js';
@@ -75,10 +76,43 @@ export function formParams(request: FastifyRequest): Params {
 export function oauthScope(scope: FastifyInstance): void {
   scope.addContentTypeParser(
     'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT },
-    (_request, body, done) => done(null, body),
+    { parseAs: 'buffer', bodyLimit: FORM_BODY_LIMIT },
+    (_request, body, done) => {
+      const text = formText(body as Buffer);
+      if (text === undefined) return done(notUtf8(), undefined);
+      done(null, text);
+    },
   );
   scope.setErrorHandler((err, request, reply) => sendOAuthError(request, reply, err));
+}
+
+const notUtf8 = () =>
+  new InvalidRequest(
+    'The request body is not UTF-8: send parameters as UTF-8, percent-encoded (application/x-www-form-urlencoded).',
+  );
+
+/**
+ * A form's text, or undefined when its bytes, or the bytes its percent escapes spell, are not UTF-8.
+ * URLSearchParams (like Fastify's 'string' body) puts U+FFFD in place of such bytes, so
+ * `client_id=%E9` was read as the client id "\ufffd" instead of being refused as malformed.
+ */
+function formText(body: Buffer): string | undefined {
+  let text: string;
+  try {
+    text = decodeUtf8(body);
+  } catch {
+    return undefined;
+  }
+  for (const part of text.split('&')) {
+    // decodeURIComponent throws on escapes that spell no UTF-8; a '%' that starts no escape is
+    // left as text by URLSearchParams, so it is escaped here rather than refused.
+    try {
+      decodeURIComponent(part.replace(/%(?![0-9a-fA-F]{2})/g, '%25'));
+    } catch {
+      return undefined;
+    }
+  }
+  return text;
 }
 
 export function sendOAuthError(request: FastifyRequest, reply: FastifyReply, thrown: unknown): FastifyReply {

@@ -8,7 +8,7 @@ import {
   redirectTo,
   type AuthorizationRequest,
 } from '../authorization-request.js';
-import { TooManyAttempts } from '../errors.js';
+import { OAuthError, TooManyAttempts } from '../errors.js';
 import { Params, sourceAddress } from '../http.js';
 import { CSRF_FIELD, CsrfProtection } from '../pages/csrf.js';
 import { consentPage, errorPage, loginPage, PAGES_CSS } from '../pages/html.js';
@@ -244,6 +244,8 @@ function postedParams(body: string, url: string): URLSearchParams {
  * still gets a page: a person is looking at this endpoint, not an OAuth client.
  */
 function pageForRefusedBody(err: { statusCode?: number }, request: FastifyRequest, reply: FastifyReply) {
+  // The form parser's own refusal (bytes that are not UTF-8) says what is wrong with the form.
+  if (err instanceof OAuthError && err.status < 500) return sendPage(reply, 400, errorPage(err.message));
   const status = err.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const message =
