@@ -133,6 +133,9 @@ function toOAuthError(thrown: unknown): OAuthError {
   ) {
     return new InvalidRequest('The request holds a value that is not allowed.');
   }
+  // The JSON parser's refusal of a body in another charset (JSON is UTF-8): the client's, not a 500.
+  if (thrown instanceof DomainError && thrown.code === 'unsupported_media_type')
+    return new InvalidRequest(thrown.message);
   const status = (thrown as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (status === 413) return new OAuthError('invalid_request', 'The request body is too large.', 413);

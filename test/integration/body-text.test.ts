@@ -234,6 +234,15 @@ describe('request bodies that are not UTF-8', () => {
         error_description: expect.stringContaining('UTF-8'),
       });
     }
+    // The JSON refresh endpoint: the same refusals as REST's, in RFC 6749's shape, never a 500.
+    for (const [type, bytes] of [
+      ['application/json', latin1('{"refresh_token":"art_Jos\xe9"}')],
+      ['application/json; charset=iso-8859-1', latin1('{"refresh_token":"art_x"}')],
+    ] as const) {
+      const res = await send(base, 'POST', '/oauth/token/refresh', { 'content-type': type }, bytes);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error).toBe('invalid_request');
+    }
     // The sign-in form answers a person with a page saying so, not a 500 page.
     const page = await fetch(`${base}/authorize`, {
       method: 'POST',
