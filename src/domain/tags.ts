@@ -82,25 +82,28 @@ export class TagService {
 
   /**
    * Tags by name with the number of posts `viewer` may see (drafts and scheduled posts count for
-   * their author and admins only); unknown names are absent. Names are matched normalised.
+   * their author and admins only). A tag is there only when the viewer sees at least one post
+   * carrying it: one on hidden posts alone is exactly an unknown name (D20), which is absent. Names
+   * are matched normalised.
    */
   async getMany(viewer: Viewer, names: readonly string[]): Promise<Map<string, Tag>> {
     const wanted = [...new Set(names.map((n) => n.trim().toLowerCase()))];
     if (wanted.length === 0) return new Map();
     const db = this.deps.store.db;
     const visible = visiblePostsSql(viewer, this.deps.clock.now());
-    let counting = db
+    const counts = await db
       .selectFrom('post_tags')
       .innerJoin('posts', 'posts.id', 'post_tags.post_id')
       .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')])
-      .where('post_tags.tag_name', 'in', wanted);
-    if (visible) counting = counting.where(visible);
-    const [known, counts] = await Promise.all([
-      db.selectFrom('tags').select('name').where('name', 'in', wanted).execute(),
-      counting.groupBy('post_tags.tag_name').execute(),
-    ]);
-    const countOf = new Map(counts.map((c) => [c.tag_name, Number(c.postCount)]));
-    return new Map(known.map((r) => [r.name, { name: r.name, postCount: countOf.get(r.name) ?? 0 }]));
+      .where('post_tags.tag_name', 'in', wanted)
+      .where((eb) => visible ?? eb.lit(true))
+      .groupBy('post_tags.tag_name')
+      .execute();
+    const found = new Map(
+      counts.map((c) => [c.tag_name, { name: c.tag_name, postCount: Number(c.postCount) }]),
+    );
+    // In the order asked, as the callers list them.
+    return new Map(wanted.flatMap((name) => (found.has(name) ? [[name, found.get(name)!]] : [])));
   }
 
   /** Tags on posts `viewer` may see, most used first (ties by name). */

@@ -214,7 +214,8 @@ describe('post visibility', () => {
     const count = async (viewer: Viewer, name: string) =>
       (await t.core.tags.getMany(viewer, [name])).get(name)?.postCount;
     expect(await count(other, 'airship')).toBe(1);
-    expect(await count(other, 'secret')).toBe(0);
+    // A tag on hidden posts alone is an unknown name for that viewer, not one with a count of 0.
+    expect(await count(other, 'secret')).toBeUndefined();
     expect(await count(author, 'airship')).toBe(2);
     expect(await count(admin, 'secret')).toBe(1);
     expect((await t.core.tags.popular(null)).map((tag) => tag.name)).not.toContain('secret');
