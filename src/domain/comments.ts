@@ -8,7 +8,7 @@ import { notFound, Problems } from './errors.js';
 import { idFloor, isId, newId } from './ids.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
-import { commentsOfVisiblePostsSql, mayViewPost } from './post-visibility.js';
+import { commentsOfVisiblePostsSql, mayViewPost, readPostForViewing } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 import { assertAuthorExists, assertMayWriteAs, assertPostId, checkContent, checkId } from './posts-rules.js';
 
@@ -79,12 +79,12 @@ export class CommentService {
     };
     return inTransaction(this.deps, async (tx) => {
       // A post the actor may not see does not exist for them: the same not_found as a missing one.
-      const post = await tx.db
-        .selectFrom('posts')
-        .select(['author_id', 'published_at'])
-        .where('id', '=', input.postId)
-        .executeTakeFirst();
-      const seen = post && { authorId: post.author_id, publishedAt: post.published_at };
+      const post = await readPostForViewing(tx.db, input.postId);
+      const seen = post && {
+        authorId: post.author_id,
+        publishedAt: post.published_at,
+        authorDeleted: post.authorDeleted,
+      };
       if (!seen || !mayViewPost(actor, seen, now)) throw notFound('Post', input.postId);
       await assertAuthorExists(tx, input.authorId);
       await tx.db.insertInto('comments').values(row).execute();
@@ -97,10 +97,12 @@ export class CommentService {
   async get(viewer: Viewer, id: string): Promise<Comment> {
     // Not a comment id: no comment, on every engine alike, and not echoed (see assertPostId).
     if (!isId(id, 'cmt')) throw notFound('Comment');
-    let q = this.deps.store.db.selectFrom('comments').selectAll().where('id', '=', id);
-    const visible = this.visible(viewer);
-    if (visible) q = q.where(visible);
-    const row = await q.executeTakeFirst();
+    const row = await this.deps.store.db
+      .selectFrom('comments')
+      .selectAll()
+      .where('id', '=', id)
+      .where(this.visible(viewer))
+      .executeTakeFirst();
     if (!row) throw notFound('Comment', id);
     return toComment(row);
   }
@@ -140,9 +142,7 @@ export class CommentService {
       ids,
       'cmt',
       (unique) => {
-        let q = db.selectFrom('comments').selectAll().where('id', 'in', unique);
-        if (visible) q = q.where(visible);
-        return q.execute();
+        return db.selectFrom('comments').selectAll().where('id', 'in', unique).where(visible).execute();
       },
       toComment,
     );
@@ -191,14 +191,14 @@ export class CommentService {
   /** Whether `viewer` may see the post's comments (and the post), for subscriptions filtering by post. */
   async mayViewPostOf(viewer: Viewer, postId: string): Promise<boolean> {
     if (!isId(postId, 'pst')) return false;
-    const row = await this.deps.store.db
-      .selectFrom('posts')
-      .select(['author_id', 'published_at'])
-      .where('id', '=', postId)
-      .executeTakeFirst();
+    const row = await readPostForViewing(this.deps.store.db, postId);
     return (
       row !== undefined &&
-      mayViewPost(viewer, { authorId: row.author_id, publishedAt: row.published_at }, this.deps.clock.now())
+      mayViewPost(
+        viewer,
+        { authorId: row.author_id, publishedAt: row.published_at, authorDeleted: row.authorDeleted },
+        this.deps.clock.now(),
+      )
     );
   }
 

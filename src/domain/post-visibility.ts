@@ -1,42 +1,73 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import type { Database, PostRow } from '../store/types.js';
 import { isAdmin } from './actor.js';
 import type { Viewer } from './user-policies.js';
 
 /**
- * Who sees a post: anyone once it is published (published_at set and not in the future); its author
- * and admins always. Drafts (null) and scheduled posts (future) are hidden from everyone else in
- * every read, list, count and search, and so are their comments: a hidden post does not exist for
- * that viewer (not_found), and nobody comments on a post they cannot see.
+ * Who sees a post: nobody once its author is deleted (D22: their content is missing for every
+ * caller, admins included); otherwise anyone once it is published (published_at set and not in the
+ * future), and its author and admins always. Drafts (null) and scheduled posts (future) are hidden
+ * from everyone else in every read, list, count and search, and so are their comments: a hidden post
+ * does not exist for that viewer (not_found), and nobody comments on a post they cannot see.
  */
 export function mayViewPost(
   viewer: Viewer,
-  post: { authorId: string; publishedAt: string | null },
+  post: { authorId: string; publishedAt: string | null; authorDeleted: boolean },
   now: Date,
 ): boolean {
+  if (post.authorDeleted) return false;
   if (post.publishedAt !== null && post.publishedAt <= now.toISOString()) return true;
   return viewer !== null && (isAdmin(viewer) || (viewer.kind === 'user' && viewer.id === post.authorId));
 }
 
 /**
- * The same rule as SQL on the posts table named `table` (or its alias); undefined when the viewer
- * sees everything (admins), so their queries stay as they were. Timestamps are ISO 8601 UTC text
- * with milliseconds on both engines, so text order is time order.
+ * True when the user id in the column `authorColumn` (e.g. `posts.author_id`) names no deleted
+ * user. The deleted users are few and the subquery does not depend on the row, so both engines read
+ * it once per statement.
  */
-export function visiblePostsSql(viewer: Viewer, now: Date, table = 'posts'): Expression<SqlBool> | undefined {
-  if (viewer !== null && isAdmin(viewer)) return undefined;
-  const publishedAt = sql.ref(`${table}.published_at`);
-  const published = sql<SqlBool>`(${publishedAt} is not null and ${publishedAt} <= ${now.toISOString()})`;
-  if (viewer === null || viewer.kind !== 'user') return published;
-  return sql<SqlBool>`(${published} or ${sql.ref(`${table}.author_id`)} = ${viewer.id})`;
+export function authorLivesSql(authorColumn: string): Expression<SqlBool> {
+  return sql<SqlBool>`${sql.ref(authorColumn)} not in (select du.id from users du where du.deleted_at is not null)`;
 }
 
-/** Comments (of the table or alias `table`) whose post the viewer sees; undefined for admins. */
+/**
+ * The same rule as SQL on the posts table named `table` (or its alias). Timestamps are ISO 8601 UTC
+ * text with milliseconds on both engines, so text order is time order.
+ */
+export function visiblePostsSql(viewer: Viewer, now: Date, table = 'posts'): Expression<SqlBool> {
+  const lives = authorLivesSql(`${table}.author_id`);
+  if (viewer !== null && isAdmin(viewer)) return lives;
+  const publishedAt = sql.ref(`${table}.published_at`);
+  const published = sql<SqlBool>`(${publishedAt} is not null and ${publishedAt} <= ${now.toISOString()})`;
+  if (viewer === null || viewer.kind !== 'user') return sql<SqlBool>`(${lives} and ${published})`;
+  return sql<SqlBool>`(${lives} and (${published} or ${sql.ref(`${table}.author_id`)} = ${viewer.id}))`;
+}
+
+/**
+ * Comments (of the table or alias `table`) the viewer sees: their author is not deleted and their
+ * post is one the viewer sees (whose author is not deleted either).
+ */
 export function commentsOfVisiblePostsSql(
   viewer: Viewer,
   now: Date,
   table = 'comments',
-): Expression<SqlBool> | undefined {
+): Expression<SqlBool> {
   const visible = visiblePostsSql(viewer, now, 'vp');
-  if (!visible) return undefined;
-  return sql<SqlBool>`${sql.ref(`${table}.post_id`)} in (select vp.id from posts vp where ${visible})`;
+  return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and ${sql.ref(`${table}.post_id`)} in (select vp.id from posts vp where ${visible}))`;
+}
+
+/** One post with whether its author is deleted, for `mayViewPost`; undefined when there is none. */
+export async function readPostForViewing(
+  db: Kysely<Database>,
+  id: string,
+): Promise<(PostRow & { authorDeleted: boolean }) | undefined> {
+  const row = await db
+    .selectFrom('posts')
+    .leftJoin('users', 'users.id', 'posts.author_id')
+    .selectAll('posts')
+    .select('users.deleted_at as author_deleted_at')
+    .where('posts.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { author_deleted_at, ...post } = row;
+  return { ...post, authorDeleted: author_deleted_at !== null };
 }

@@ -17,7 +17,7 @@ import {
   checkId,
   readDateTime,
 } from './posts-rules.js';
-import { mayViewPost, visiblePostsSql } from './post-visibility.js';
+import { mayViewPost, readPostForViewing, visiblePostsSql } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 import { normaliseTags, replacePostTags, type TagService } from './tags.js';
 
@@ -118,8 +118,9 @@ export class PostService {
     assertPostId(id);
 
     return inTransaction(this.deps, async (tx) => {
-      const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
-      if (!current || !mayViewPost(actor, toPost(current), this.deps.clock.now())) throw notFound('Post', id);
+      const seen = await readPostForViewing(tx.db, id);
+      if (!seen || !mayViewPost(actor, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+      const current = toRow(seen);
       assertMayChange(actor, current.author_id, 'post');
       const updated: PostRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
       await tx.db
@@ -147,8 +148,9 @@ export class PostService {
   async delete(actor: Actor, id: string): Promise<{ deletedPostId: string }> {
     assertPostId(id);
     return inTransaction(this.deps, async (tx) => {
-      const current = await tx.db.selectFrom('posts').selectAll().where('id', '=', id).executeTakeFirst();
-      if (!current || !mayViewPost(actor, toPost(current), this.deps.clock.now())) throw notFound('Post', id);
+      const seen = await readPostForViewing(tx.db, id);
+      if (!seen || !mayViewPost(actor, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+      const current = toRow(seen);
       assertMayChange(actor, current.author_id, 'post');
       await tx.db.deleteFrom('posts').where('id', '=', id).execute();
       tx.afterCommit({ kind: 'post.changed', postId: id });
@@ -159,14 +161,9 @@ export class PostService {
   /** One post as `viewer` sees it: a draft or scheduled post of someone else is not_found. */
   async get(viewer: Viewer, id: string): Promise<Post> {
     assertPostId(id);
-    const row = await this.deps.store.db
-      .selectFrom('posts')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst();
-    const post = row && toPost(row);
-    if (!post || !mayViewPost(viewer, post, this.deps.clock.now())) throw notFound('Post', id);
-    return post;
+    const seen = await readPostForViewing(this.deps.store.db, id);
+    if (!seen || !mayViewPost(viewer, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+    return toPost(toRow(seen));
   }
 
   /** Batch read for data loaders; missing and hidden ids are absent from the map. */
@@ -177,9 +174,7 @@ export class PostService {
       ids,
       'pst',
       (unique) => {
-        let q = db.selectFrom('posts').selectAll().where('id', 'in', unique);
-        if (visible) q = q.where(visible);
-        return q.execute();
+        return db.selectFrom('posts').selectAll().where('id', 'in', unique).where(visible).execute();
       },
       toPost,
     );
@@ -205,9 +200,11 @@ export class PostService {
         defaultSize: POSTS_PAGE_SIZE,
         fetch: (bounds, order, limit) => postsByAuthor.fetch(db, undefined, bounds, order, limit, visible),
         count: async () => {
-          let q = db.selectFrom('posts').select((eb) => eb.fn.countAll<number>().as('n'));
-          if (visible) q = q.where(visible);
-          const row = await q.executeTakeFirstOrThrow();
+          const row = await db
+            .selectFrom('posts')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where(visible)
+            .executeTakeFirstOrThrow();
           return Number(row.n);
         },
       },
@@ -265,6 +262,10 @@ function checkTitleAndBody(
   if (required || input.title !== undefined) checkContent(input.title, 'title', 200, problems);
   if (required || input.body !== undefined) checkContent(input.body, 'body', 50_000, problems);
 }
+
+type SeenPost = PostRow & { authorDeleted: boolean };
+const toSeen = (seen: SeenPost) => ({ ...toPost(toRow(seen)), authorDeleted: seen.authorDeleted });
+const toRow = ({ authorDeleted: _, ...row }: SeenPost): PostRow => row;
 
 export function toPost(row: PostRow): Post {
   return {

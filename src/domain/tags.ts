@@ -82,9 +82,9 @@ export class TagService {
 
   /**
    * Tags by name with the number of posts `viewer` may see (drafts and scheduled posts count for
-   * their author and admins only). A tag is there only when the viewer sees at least one post
-   * carrying it: one on hidden posts alone is exactly an unknown name (D20), which is absent. Names
-   * are matched normalised.
+   * their author and admins only, a deleted author's for nobody). A tag is there only when the viewer
+   * sees at least one post carrying it: one on hidden posts alone is exactly an unknown name (D20),
+   * which is absent. Names are matched normalised.
    */
   async getMany(viewer: Viewer, names: readonly string[]): Promise<Map<string, Tag>> {
     const wanted = [...new Set(names.map((n) => n.trim().toLowerCase()))];
@@ -96,7 +96,7 @@ export class TagService {
       .innerJoin('posts', 'posts.id', 'post_tags.post_id')
       .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')])
       .where('post_tags.tag_name', 'in', wanted)
-      .where((eb) => visible ?? eb.lit(true))
+      .where(visible)
       .groupBy('post_tags.tag_name')
       .execute();
     const found = new Map(
@@ -109,12 +109,11 @@ export class TagService {
   /** Tags on posts `viewer` may see, most used first (ties by name). */
   async popular(viewer: Viewer, limit = 20): Promise<Tag[]> {
     const visible = visiblePostsSql(viewer, this.deps.clock.now());
-    let q = this.deps.store.db
+    const rows = await this.deps.store.db
       .selectFrom('post_tags')
       .innerJoin('posts', 'posts.id', 'post_tags.post_id')
-      .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')]);
-    if (visible) q = q.where(visible);
-    const rows = await q
+      .select((eb) => ['post_tags.tag_name', eb.fn.countAll<number>().as('postCount')])
+      .where(visible)
       .groupBy('post_tags.tag_name')
       .orderBy('postCount', 'desc')
       .orderBy('post_tags.tag_name', 'asc')

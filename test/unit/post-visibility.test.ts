@@ -56,7 +56,11 @@ describe('post visibility', () => {
 
   it('decides by publishedAt, author and role (the pure rule)', () => {
     const now = new Date('2026-06-01T00:00:00.000Z');
-    const post = (publishedAt: string | null) => ({ authorId: 'usr_a', publishedAt });
+    const post = (publishedAt: string | null, authorDeleted = false) => ({
+      authorId: 'usr_a',
+      publishedAt,
+      authorDeleted,
+    });
     const a: Actor = { id: 'usr_a', kind: 'user', role: 'viewer' };
     expect(mayViewPost(null, post('2026-06-01T00:00:00.000Z'), now)).toBe(true);
     expect(mayViewPost(null, post('2026-06-01T00:00:00.001Z'), now)).toBe(false);
@@ -64,6 +68,12 @@ describe('post visibility', () => {
     expect(mayViewPost(a, post(null), now)).toBe(true);
     expect(mayViewPost({ id: 'usr_a', kind: 'client', role: null }, post(null), now)).toBe(false);
     expect(mayViewPost({ id: 'usr_b', kind: 'user', role: 'admin' }, post(null), now)).toBe(true);
+    // A deleted author's posts are missing for everyone, the author's own id and admins included.
+    const admin: Actor = { id: 'usr_b', kind: 'user', role: 'admin' };
+    for (const viewer of [null, a, admin]) {
+      expect(mayViewPost(viewer, post('2026-05-01T00:00:00.000Z', true), now)).toBe(false);
+      expect(mayViewPost(viewer, post(null, true), now)).toBe(false);
+    }
   });
 
   it('single reads: hidden posts and their comments are not_found for outsiders', async () => {
