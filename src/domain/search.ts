@@ -3,7 +3,7 @@ import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import { checkText } from './validate.js';
 import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
-import type { Viewer } from './user-policies.js';
+import { maySearchUsers, type Viewer } from './user-policies.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
 
@@ -51,9 +51,16 @@ export class SearchService {
 
   /**
    * Hits `viewer` may see: drafts and scheduled posts (and their comments) only for their author and
-   * admins, as everywhere else.
+   * admins, as everywhere else; nothing by a deleted author (D22); users only for a caller who may
+   * list them and whose credentials grant `users:read` (`maySearchUsers`). `scopes` are the
+   * credentials' scopes; absent for a caller not limited by scopes (the operator, the CLI).
    */
-  async search(viewer: Viewer, query: string, limit: number = SEARCH_DEFAULT_LIMIT): Promise<SearchHit[]> {
+  async search(
+    viewer: Viewer,
+    query: string,
+    limit: number = SEARCH_DEFAULT_LIMIT,
+    scopes?: ReadonlySet<string> | null,
+  ): Promise<SearchHit[]> {
     const problems = new Problems();
     if (typeof query !== 'string') problems.add('query', 'query must be a string');
     // The core's text rule (checkText) for the query's characters, whatever its length: NUL and
@@ -71,8 +78,9 @@ export class SearchService {
     if (tokens.length === 0) return [];
     const now = this.deps.clock.now();
     const visible: Visible = {
-      posts: visiblePostsSql(viewer, now, 'p') ?? ALL,
-      comments: commentsOfVisiblePostsSql(viewer, now, 'c') ?? ALL,
+      users: maySearchUsers(viewer, scopes) ? ALL : NONE,
+      posts: visiblePostsSql(viewer, now, 'p'),
+      comments: commentsOfVisiblePostsSql(viewer, now, 'c'),
     };
     const query_ =
       this.deps.store.dialect === 'sqlite'
@@ -85,15 +93,17 @@ export class SearchService {
 
 type HitRow = { kind: SearchKind; id: string; score: number };
 
-/** Conditions on posts (alias `p`) and comments (alias `c`) that the viewer may see. */
+/** Whether users are hits at all, and conditions on posts (alias `p`) and comments (alias `c`). */
 export interface Visible {
+  users: Expression<SqlBool>;
   posts: Expression<SqlBool>;
   comments: Expression<SqlBool>;
 }
 
 const ALL = sql<SqlBool>`1 = 1`;
-/** No restriction: what an admin sees. */
-export const EVERYTHING: Visible = { posts: ALL, comments: ALL };
+const NONE = sql<SqlBool>`1 = 0`;
+/** No restriction (a test's plan check; every viewer, admins too, has conditions). */
+export const EVERYTHING: Visible = { users: ALL, posts: ALL, comments: ALL };
 
 /** bm25() is lower-is-better; deleted users stay in the index (a soft delete is an update). */
 export function sqliteSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
@@ -101,7 +111,7 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number, visi
     select kind, entity_id as id, -bm25(search_index) as score
     from search_index
     where search_index match ${ftsMatchExpression(tokens)}
-      and not (kind = 'user' and entity_id in (select id from users where deleted_at is not null))
+      and (kind <> 'user' or (${visible.users} and entity_id not in (select id from users where deleted_at is not null)))
       and (kind <> 'post' or entity_id in (select p.id from posts p where ${visible.posts}))
       and (kind <> 'comment' or entity_id in (select c.id from comments c where ${visible.comments}))
     order by score desc, entity_id desc
@@ -120,6 +130,7 @@ export function postgresSearchQuery(tokens: readonly string[], limit: number, vi
        from users u, plainto_tsquery('simple', ${text}) q
        where to_tsvector('simple', handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, '')) @@ q
          and u.deleted_at is null
+         and ${visible.users}
        order by score desc, u.id desc limit ${limit})
       union all
       (select 'post' as kind, p.id, ts_rank(to_tsvector('english', title || ' ' || body), q) as score

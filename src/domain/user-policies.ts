@@ -33,6 +33,16 @@ export function assertMayListUsers(viewer: Viewer): asserts viewer is Actor {
 }
 
 /**
+ * Users as hits of a search (GraphQL `search`, `searchAll`): a search must not enumerate accounts
+ * that the caller could not list. So only for a caller who may list users (`assertMayListUsers`: not
+ * anonymous) and whose credentials grant `users:read`, the scope of reading a user by id. `scopes`
+ * are the credentials' scopes; null or absent for a caller not limited by scopes (the operator).
+ */
+export function maySearchUsers(viewer: Viewer, scopes?: ReadonlySet<string> | null): boolean {
+  return viewer !== null && (scopes == null || scopes.has('users:read'));
+}
+
+/**
  * The spec's email rule: visible only to the user themself or to an admin. Surfaces that show other
  * users (GraphQL authors, search hits) render the email as null/error when this says no.
  */
