@@ -17,6 +17,7 @@ import { crossOriginHeaders } from './cors.js';
 import { sendError } from './errors.js';
 import { v1DeprecationHeaders } from './rest/orders/deprecation.js';
 import { keepAliveAfterRefusedBody } from './refused-body.js';
+import { UpgradeAwareMessage } from './upgrades.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import type { ReadinessCheck } from '../process/readiness.js';
 import { registerHealth } from './plugins/health.js';
@@ -108,6 +109,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // answer closes the connection), not refused: behind nginx a refused POST would be lost.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // Node's request class, whose `upgrade` says which upgrades a surface takes (upgrades.ts).
+    http: { IncomingMessage: UpgradeAwareMessage },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },
     // Requests Node's parser refuses before routing: the spec's shape, headers, Connection: close.
@@ -124,6 +127,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
   });
   answerUnmetExpectations(app.server as Server);
+  // A request whose Upgrade was ignored is answered and its connection closed: Node's parser stops
+  // at the end of such a request, so requests pipelined behind it would never be answered.
+  app.addHook('onRequest', (request, reply, done) => {
+    if ((request.raw as UpgradeAwareMessage).upgradeIgnored) reply.raw.shouldKeepAlive = false;
+    done();
+  });
   app.decorate('errorDialects', []);
   app.decorate('storeOutage', options.storeOutage);
   // Credentials first, on every route: the caller step may only run on request.

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { errorBody, toDomainError } from './errors.js';
 import { genRequestId, SECURITY_HEADERS } from './plugins/request-context.js';
@@ -13,11 +14,16 @@ const PARSER_STATUS: Record<string, number> = {
 };
 
 /** The status, headers and body of an error answered outside Fastify, in the spec's shape. */
-function answer(status: number, head: boolean): { headers: Record<string, string>; body: string } {
+function answer(
+  status: number,
+  head: boolean,
+  message?: string,
+): { headers: Record<string, string>; body: string } {
   const requestId = genRequestId({ headers: {} });
   const err = toDomainError(
-    Object.assign(new Error(STATUS_CODES[status] ?? 'Client Error'), { statusCode: status }),
+    Object.assign(new Error(message ?? STATUS_CODES[status] ?? 'Client Error'), { statusCode: status }),
   );
+  // A 400's message is listed in its details (`malformed_request`).
   const body = JSON.stringify(errorBody(err, requestId).body);
   return {
     headers: {
@@ -62,6 +68,23 @@ export function clientErrorHandler(
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}`);
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('\r\n')}\r\n\r\n${body}`);
   };
+}
+
+/**
+ * Answers a request on a socket no HTTP response object owns any more (an upgrade Node handed
+ * over, refused before the protocol switch) in the spec's shape, and closes the socket.
+ */
+export function refuseOnSocket(
+  socket: Duplex,
+  status: number,
+  message: string,
+  extra: Record<string, string> = {},
+): void {
+  if (socket.destroyed || !socket.writable) return void socket.destroy();
+  const { headers, body } = answer(status, false, message);
+  const lines = Object.entries({ ...headers, ...extra }).map(([k, v]) => `${k}: ${v}`);
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('\r\n')}\r\n\r\n${body}`);
 }
 
 /**

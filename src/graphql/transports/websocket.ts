@@ -7,7 +7,9 @@ import { WebSocketServer } from 'ws';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
+import { refuseOnSocket } from '../../http/client-errors.js';
 import { genRequestId } from '../../http/plugins/request-context.js';
+import { acceptUpgrades, upgradesTo } from '../../http/upgrades.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
 import { publicError, publicResult } from './public-errors.js';
 import { GRAPHQL_PATH } from '../paths.js';
@@ -68,10 +70,17 @@ export function attachWebSocket(
   pipeline: GraphQLPipeline,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
+  const pathOf = (request: IncomingMessage) => (request.url ?? '').split('?')[0];
+  // Only a GET of /graphql asking for websocket switches protocols; any other Upgrade (h2c from
+  // `curl --http2`, a websocket on another path) is ignored and answered over HTTP (upgrades.ts).
+  const stopAccepting = acceptUpgrades(
+    app.server,
+    (request) =>
+      request.method === 'GET' && pathOf(request) === GRAPHQL_PATH && upgradesTo(request, 'websocket'),
+  );
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const path = (request.url ?? '').split('?')[0];
-    if (path !== GRAPHQL_PATH) {
-      // Another surface may own this path; with nobody else listening, refuse it.
+    // Another surface may own this upgrade; with nobody else listening, refuse it.
+    if (pathOf(request) !== GRAPHQL_PATH) {
       if (app.server.listenerCount('upgrade') === 1) socket.destroy();
       return;
     }
@@ -79,6 +88,14 @@ export function attachWebSocket(
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   };
   app.server.on('upgrade', onUpgrade);
+  // A handshake ws refuses (a malformed Sec-WebSocket-Key, an unknown version) is a 400 in the
+  // spec's shape, not ws's text/html.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => {
+    const version: Record<string, string> = /Sec-WebSocket-Version/.test(err.message)
+      ? { 'sec-websocket-version': '13, 8' }
+      : {};
+    refuseOnSocket(socket, 400, err.message, version);
+  });
 
   const server = useServer<Record<string, unknown> | undefined, Extra>(
     {
@@ -132,6 +149,7 @@ export function attachWebSocket(
      */
     async close() {
       app.server.off('upgrade', onUpgrade);
+      stopAccepting();
       // graphql-ws sends every client 1001 "Going away", then waits for every socket to be closed:
       // for a client that never answers, until ws's close timer (30 s) destroys it.
       const disposed = server.dispose();
