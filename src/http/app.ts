@@ -13,6 +13,7 @@ import type { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
 import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
+import { refuseEncodedBodies } from './content-encoding.js';
 import { crossOriginHeaders } from './cors.js';
 import { sendError } from './errors.js';
 import { v1DeprecationHeaders } from './rest/orders/deprecation.js';
@@ -154,6 +155,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('onSend', noContent);
   app.setValidatorCompiler(validatorCompiler());
   acceptEmptyJsonBodies(app);
+  refuseEncodedBodies(app);
   // No route reads text: a JSON route given text/plain is 415 (docs/rest.md), and the token
   // server's forms are application/x-www-form-urlencoded only (RFC 6749), never text/plain.
   app.removeContentTypeParser('text/plain');

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { rawRequest, type RawResponse } from '../../helpers/raw-http.js';
@@ -37,6 +38,17 @@ describe('HTTP protocol edges over real sockets', () => {
       items: [{ product_id: product, quantity: 1 }],
       shipping_address: { name: 'Ada', street: '1 Road', city: 'London', postal_code: 'N1', country: 'GB' },
     });
+  /** How many orders the store holds. */
+  const orderCount = async () =>
+    Number(
+      (
+        await atrium.services.store.db
+          .selectFrom('orders')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
   beforeAll(async () => {
     atrium = await startTestAtrium();
     base = (await atrium.listen()).httpUrl!;
@@ -144,6 +156,76 @@ describe('HTTP protocol edges over real sockets', () => {
       });
       expect(opened).toBe(true);
       ws.terminate();
+    });
+  });
+
+  describe('a request body with a Content-Encoding other than identity', () => {
+    /** Raw bytes: fetch would not send a body labelled with a coding it did not apply. */
+    const post = (path: string, type: string, encoding: string, body: Buffer, extra = '') =>
+      rawRequest(
+        base,
+        Buffer.concat([
+          Buffer.from(
+            `POST ${path} HTTP/1.1\r\n${host()}X-API-Key: ${key}\r\n${extra}Content-Type: ${type}\r\n` +
+              `Content-Encoding: ${encoding}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+          ),
+          body,
+        ]),
+      );
+
+    it('is 415 unsupported_media_type naming Content-Encoding on REST, and nothing is created', async () => {
+      const before = await orderCount();
+      for (const [encoding, body] of [
+        ['gzip', gzipSync(orderJson())],
+        ['br', Buffer.from(orderJson())],
+        ['identity, gzip', gzipSync(orderJson())],
+      ] as const) {
+        const res = await post('/api/v2/orders', 'application/json', encoding, body);
+        const error = expectSpecError(res, 415, 'unsupported_media_type');
+        expect(error.message).toMatch(/Content-Encoding/);
+        expect(res.headers['accept-encoding']).toBe('identity');
+      }
+      expect(await orderCount()).toBe(before);
+      // identity is no coding at all.
+      const plain = await post('/api/v2/orders', 'application/json', 'identity', Buffer.from(orderJson()));
+      expect(plain.status).toBe(201);
+      expect(await orderCount()).toBe(before + 1);
+    });
+
+    it('is 415 naming Content-Encoding on the token server and on /graphql, in their shapes', async () => {
+      const token = await post(
+        '/oauth/token',
+        'application/x-www-form-urlencoded',
+        'gzip',
+        gzipSync('grant_type=client_credentials&client_id=x&client_secret=y'),
+      );
+      expect(token.status).toBe(415);
+      expect(JSON.parse(token.body)).toMatchObject({
+        error: 'invalid_request',
+        error_description: expect.stringMatching(/Content-Encoding/),
+      });
+      const mutation = JSON.stringify({
+        query: `mutation { createOrder(input: { currency: "USD", items: [{ productId: "${product}", quantity: 1 }] }) { id } }`,
+      });
+      const before = await orderCount();
+      const graphql = await post('/graphql', 'application/json', 'gzip', gzipSync(mutation));
+      expect(graphql.status).toBe(415);
+      expect(JSON.parse(graphql.body)).toEqual({
+        errors: [
+          { message: expect.stringMatching(/Content-Encoding/), extensions: { code: expect.any(String) } },
+        ],
+      });
+      const plain = await post('/graphql', 'application/json', 'br', Buffer.from('{"query":"{__typename}"}'));
+      expect(plain.status).toBe(415);
+      expect(await orderCount()).toBe(before);
+    });
+
+    it('does not concern a request without a body', async () => {
+      const res = await rawRequest(
+        base,
+        `GET /api/v2/orders?limit=1 HTTP/1.1\r\n${host()}X-API-Key: ${key}\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n`,
+      );
+      expect(res.status).toBe(200);
     });
   });
 });
