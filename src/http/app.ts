@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -65,6 +65,23 @@ const noContentAfterHead: onSendHookHandler = (_request, reply, payload, done) =
   done(null, payload);
 };
 
+/** Why the request's Host does not do (RFC 9112 §3.2), or undefined when it does. */
+function hostHeaderProblem(raw: IncomingMessage): string | undefined {
+  let hosts = 0;
+  for (let i = 0; i < raw.rawHeaders.length; i += 2) {
+    if (raw.rawHeaders[i]!.toLowerCase() === 'host') hosts += 1;
+  }
+  if (hosts > 1) return 'The request has more than one Host header.';
+  if (hosts === 0 && raw.httpVersion === '1.1') return 'An HTTP/1.1 request needs a Host header.';
+  return undefined;
+}
+
+function badHost(message: string): DomainError {
+  return new DomainError('validation_error', 'The request is malformed.', [
+    { field: null, message, code: 'malformed_request' },
+  ]);
+}
+
 /** Methods a route can be declared for; OPTIONS is left out, CORS answers it on every path. */
 const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -111,7 +128,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // Node's request class, whose `upgrade` says which upgrades a surface takes (upgrades.ts).
-    http: { IncomingMessage: UpgradeAwareMessage },
+    // Node's own answer to a missing Host is a bare 400; the hook below answers it in the spec's shape.
+    http: { IncomingMessage: UpgradeAwareMessage, requireHostHeader: false },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     ajv: { customOptions: { allErrors: true } },
     // Requests Node's parser refuses before routing: the spec's shape, headers, Connection: close.
@@ -132,6 +150,15 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // at the end of such a request, so requests pipelined behind it would never be answered.
   app.addHook('onRequest', (request, reply, done) => {
     if ((request.raw as UpgradeAwareMessage).upgradeIgnored) reply.raw.shouldKeepAlive = false;
+    // An HTTP/1.1 request needs exactly one Host (RFC 9112 §3.2): none, or two, is 400 in the
+    // spec's shape, and the connection is closed, as for what Node's parser refuses.
+    const hostProblem = hostHeaderProblem(request.raw);
+    if (hostProblem) {
+      reply.raw.shouldKeepAlive = false;
+      reply.header('x-request-id', request.id).headers(SECURITY_HEADERS).header('connection', 'close');
+      sendError(request, reply, badHost(hostProblem));
+      return;
+    }
     done();
   });
   app.decorate('errorDialects', []);

@@ -228,4 +228,26 @@ describe('HTTP protocol edges over real sockets', () => {
       expect(res.status).toBe(200);
     });
   });
+
+  describe('the Host header of an HTTP/1.1 request (RFC 9112 §3.2)', () => {
+    it('is 400 in the spec shape with Connection: close when missing or repeated', async () => {
+      for (const bytes of [
+        'GET /healthz HTTP/1.1\r\n\r\n',
+        `GET /healthz HTTP/1.1\r\n${host()}Host: evil.example\r\n\r\n`,
+        `GET /api/v2/orders HTTP/1.1\r\nX-API-Key: ${key}\r\n\r\n`,
+      ]) {
+        const res = await rawRequest(base, bytes);
+        const body = expectSpecError(res, 400, 'validation_error');
+        expect(JSON.stringify(body.details)).toMatch(/Host/);
+        expect(res.headers.connection).toBe('close');
+        expect(res.closed).toBe(true);
+      }
+    });
+
+    it('is not required of HTTP/1.0, and one Host is fine', async () => {
+      expect((await rawRequest(base, 'GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
+      const one = await rawRequest(base, `GET /healthz HTTP/1.1\r\n${host()}Connection: close\r\n\r\n`);
+      expect(one.status).toBe(200);
+    });
+  });
 });
