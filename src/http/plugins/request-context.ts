@@ -63,6 +63,16 @@ declare module 'fastify' {
   }
 }
 
+/** A request whose body did not arrive within the deadline. */
+function uploadTooSlow(timeoutMs: number): DomainError {
+  return new DomainError(
+    'validation_error',
+    `The request body did not arrive within ${timeoutMs} ms; the connection is closed.`,
+    [],
+    { status: 408, error: 'request_timeout' },
+  );
+}
+
 interface Deadline {
   timer: NodeJS.Timeout;
   scope: RequestScope;
@@ -101,6 +111,15 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
       }
       // Synchronous with the check above: from here on no statement of this request starts.
       controller.abort();
+      // The body has not all arrived (a stalled or trickled upload): the client was too slow,
+      // not the server, so 408 (RFC 9110 §15.5.9), and the connection is closed, its unread rest
+      // of a body being no request, as for slow headers (client-errors.ts).
+      if (request.raw.complete === false) {
+        reply.raw.shouldKeepAlive = false;
+        reply.header('connection', 'close');
+        sendError(request, reply, uploadTooSlow(timeoutMs));
+        return;
+      }
       sendError(request, reply, requestAbandoned());
     }, timeoutMs);
     timer.unref();

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { connect } from 'node:net';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -249,5 +250,50 @@ describe('HTTP protocol edges over real sockets', () => {
       const one = await rawRequest(base, `GET /healthz HTTP/1.1\r\n${host()}Connection: close\r\n\r\n`);
       expect(one.status).toBe(200);
     });
+  });
+});
+
+describe('a request body slower than REQUEST_TIMEOUT_MS', () => {
+  let atrium: TestAtrium;
+  let base: string;
+  let key: string;
+
+  beforeAll(async () => {
+    atrium = await startTestAtrium({ REQUEST_TIMEOUT_MS: '600' });
+    base = (await atrium.listen()).httpUrl!;
+    key = (await atrium.caller()).key;
+  });
+  afterAll(async () => {
+    await atrium.stop();
+  });
+
+  const head = (length: number) =>
+    `POST /api/v2/orders HTTP/1.1\r\nHost: ${new URL(base).host}\r\nX-API-Key: ${key}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+  it('is 408 request_timeout with Connection: close when the body stalls', async () => {
+    const res = await rawRequest(base, `${head(100)}{"cur`, 5_000);
+    expectSpecError(res, 408, 'request_timeout');
+    expect(res.headers.connection).toBe('close');
+    expect(res.closed).toBe(true);
+  });
+
+  it('is 408 when the body trickles in a byte at a time past the deadline', async () => {
+    const { hostname, port } = new URL(base);
+    const socket = connect({ host: hostname, port: Number(port) });
+    const chunks: Buffer[] = [];
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write(head(200));
+    const trickle = setInterval(() => socket.writable && socket.write(' '), 50);
+    const cutoff = setTimeout(() => socket.destroy(), 5_000);
+    await closed;
+    clearInterval(trickle);
+    clearTimeout(cutoff);
+    const text = Buffer.concat(chunks).toString('latin1');
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text.toLowerCase()).toContain('connection: close');
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: 'request_timeout' });
   });
 });
