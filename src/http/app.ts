@@ -85,9 +85,22 @@ function badHost(message: string): DomainError {
 /** Methods a route can be declared for; OPTIONS is left out, CORS answers it on every path. */
 const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+/**
+ * Paths whose route is declared for more methods than it serves (/graphql/stream refuses PUT and
+ * DELETE itself): the methods that really work, so every Allow on the path says the same.
+ */
+const servedMethods = new Map<string, readonly string[]>();
+
+export function declareAllowed(path: string, methods: readonly string[]): string {
+  servedMethods.set(path, methods);
+  return methods.join(', ');
+}
+
 /** The methods the router has a route for at this URL (a concrete path, as requested). */
 export function allowedMethods(app: FastifyInstance, url: string): string[] {
   const path = url.split('?', 1)[0]!;
+  const served = servedMethods.get(path);
+  if (served) return [...served];
   return ROUTE_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
 }
 

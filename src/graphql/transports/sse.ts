@@ -1,3 +1,4 @@
+import { declareAllowed } from '../../http/app.js';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, GraphQLError } from 'graphql';
@@ -15,6 +16,9 @@ import { publicError, publicResult, requestErrorBody, UNSUPPORTED_MEDIA_TYPE } f
 import { GRAPHQL_SSE_PATH } from '../paths.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+
+/** What /graphql/stream serves; every Allow on it (405, plain OPTIONS) lists these. */
+const SSE_ALLOW = declareAllowed(GRAPHQL_SSE_PATH, ['GET', 'POST']);
 
 /**
  * A request the pipeline refused, answered before any stream opens (as graphql-sse answers its own
@@ -77,7 +81,7 @@ function refusal(
     return {
       status: 405,
       message: `${GRAPHQL_SSE_PATH} takes GET or POST, one stream per operation; reservations (PUT, DELETE) are not offered.`,
-      headers: { allow: 'GET, POST' },
+      headers: { allow: SSE_ALLOW },
     };
   }
   if (!acceptsEventStream(req.headers.accept)) {

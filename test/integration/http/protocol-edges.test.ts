@@ -297,3 +297,21 @@ describe('a request body slower than REQUEST_TIMEOUT_MS', () => {
     expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: 'request_timeout' });
   });
 });
+
+describe('Allow on /graphql/stream', () => {
+  it('lists the methods that really work, the same on every answer', async () => {
+    const atrium = await startTestAtrium();
+    try {
+      const base = (await atrium.listen()).httpUrl!;
+      const allows: string[] = [];
+      for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+        const res = await fetch(`${base}/graphql/stream`, { method });
+        expect(res.status, method).toBe(method === 'OPTIONS' ? 204 : 405);
+        allows.push(res.headers.get('allow') ?? '');
+      }
+      expect(allows).toEqual(['GET, POST', 'GET, POST', 'GET, POST', 'GET, POST, OPTIONS']);
+    } finally {
+      await atrium.stop();
+    }
+  });
+});
