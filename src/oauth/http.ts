@@ -133,15 +133,15 @@ function toOAuthError(thrown: unknown): OAuthError {
   ) {
     return new InvalidRequest('The request holds a value that is not allowed.');
   }
+  const status = (thrown as { statusCode?: unknown } | null)?.statusCode;
+  // A compressed body (src/http/content-encoding.ts): 415 naming the coding, as on every surface.
+  if (status === 415 && thrown instanceof DomainError)
+    return new OAuthError('invalid_request', thrown.message, 415, { 'Accept-Encoding': 'identity' });
   // The JSON parser's refusal of a body in another charset (JSON is UTF-8): the client's, not a 500.
   if (thrown instanceof DomainError && thrown.code === 'unsupported_media_type')
     return new InvalidRequest(thrown.message);
-  const status = (thrown as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (status === 413) return new OAuthError('invalid_request', 'The request body is too large.', 413);
-    // A compressed body (src/http/content-encoding.ts): 415 naming the coding, as on every surface.
-    if (status === 415 && thrown instanceof DomainError)
-      return new OAuthError('invalid_request', thrown.message, 415, { 'Accept-Encoding': 'identity' });
     if (status === 415) return new InvalidRequest('The request content type is not supported here.');
     return new InvalidRequest('The request is malformed.');
   }

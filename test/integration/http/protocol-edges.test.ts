@@ -200,7 +200,7 @@ describe('HTTP protocol edges over real sockets', () => {
         'gzip',
         gzipSync('grant_type=client_credentials&client_id=x&client_secret=y'),
       );
-      expect(token.status).toBe(415);
+      expect(token.status, token.body).toBe(415);
       expect(JSON.parse(token.body)).toMatchObject({
         error: 'invalid_request',
         error_description: expect.stringMatching(/Content-Encoding/),
