@@ -130,13 +130,16 @@ const requiredScopes = (operation: Json): string[] =>
     Object.values(requirement).flatMap((scopes) => scopes as string[]),
   );
 
+/** The methods whose bodies Fastify parses (GET and HEAD bodies are never read). */
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete', 'options']);
+
 const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
   description,
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
 });
 
 /**
- * Over the generated document: every REST operation with a body documents its 413 and 415, every
+ * Over the generated document: every REST operation that can carry a body documents its 413 and 415, every
  * secured one its 401 and 429 and the rate-limit headers of each response it gives once the caller
  * is known, and every inline copy of the error body becomes a reference to the one ErrorBody
  * component.
@@ -146,12 +149,14 @@ export function finishDocument(doc: Json): Json {
   for (const [path, item] of Object.entries(paths)) {
     // The token server has its own error body, client authentication and failure limits.
     if (TOKEN_SERVER_PATHS.test(path)) continue;
-    for (const operation of Object.values(item)) {
+    for (const [method, operation] of Object.entries(item)) {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
       const responses = operation.responses as Record<string, Json>;
       for (const [status, response] of Object.entries(responses)) referenceErrorBodies(status, response);
-      // Every route with a body answers these before its own schema runs (src/http/errors.ts).
-      if (operation.requestBody !== undefined) {
+      // Fastify's parser reads a body sent with any of these methods, whether or not the route
+      // declares one (a cancel, a DELETE): text/plain is 415 and too large is 413 before the route
+      // runs (src/http/errors.ts), so every such operation documents both.
+      if (operation.requestBody !== undefined || BODY_METHODS.has(method)) {
         responses['413'] ??= errorResponse(
           'The request body is larger than the limit (`payload_too_large`).',
         );

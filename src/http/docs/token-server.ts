@@ -561,6 +561,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
         FORM_PAGE_HEADERS,
       ),
       403: html('The login page again: the CSRF check failed.', FORM_PAGE_HEADERS),
+      413: ERROR_PAGE('the form is larger than 16 KiB.'),
       429: html(
         'The login page: too many failed sign-ins for this account (10) or address (30) in 5 minutes, ' +
           'refused even with the right password.',

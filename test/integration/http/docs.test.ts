@@ -492,8 +492,10 @@ describe('OpenAPI document and docs pages', () => {
         for (const status of ['200', '400', '500'])
           expect(Object.keys(responses[status].content), `${route} ${status}`).toEqual(['text/html']);
       }
+      // A form over 16 KiB is refused with the error page (test/integration/http/openapi-body-refusals.test.ts).
+      expect(Object.keys(op('POST /authorize').responses['413'].content)).toEqual(['text/html']);
       expect(Object.keys(op('POST /authorize').responses).sort()).toEqual(
-        ['200', '302', '400', '403', '429', '500'].sort(),
+        ['200', '302', '400', '403', '413', '429', '500'].sort(),
       );
     });
 
