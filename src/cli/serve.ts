@@ -5,7 +5,8 @@ import { parse } from './args.js';
 import { UsageError } from './io.js';
 import { claimSqlite } from '../process/sqlite-guard.js';
 import { withoutPassword } from '../config/redact.js';
-import { stopOnSignals } from '../process/stop-signals.js';
+import { stopOnSignals, watchStartSignals } from '../process/stop-signals.js';
+import { createLogger } from '../observability/logger.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
   if (value === undefined || value === 'all') return [...SERVER_ROLES];
@@ -27,13 +28,15 @@ export async function runServe(argv: string[]): Promise<number> {
   const config = loadConfig();
   // Serve binds PORT always and GRPC_PORT with the grpc role; the roles are known only here.
   refuseSharedPort(config, roles.includes('grpc'));
+  const log = createLogger(config.logLevel);
+  // From here to "atrium started" a SIGTERM or SIGINT ends the start with exit 0 and a log line.
+  const started = watchStartSignals(log);
   const sqlite = claimSqlite(config.databaseUrl);
-  const atrium = await createAtrium(config, roles).catch((err: unknown) => {
+  const atrium = await createAtrium(config, roles, { logger: log }).catch((err: unknown) => {
     sqlite?.release();
     throw err;
   });
   atrium.services.onClose.push(async () => sqlite?.release());
-  const log = atrium.services.logger;
   // A port already taken must end the process, not leave it alive with its pools and no listener
   // (a supervisor waiting for readiness would wait forever).
   const { httpUrl, grpcAddress } = await atrium.listen().catch(async (err: unknown) => {
@@ -54,5 +57,6 @@ export async function runServe(argv: string[]): Promise<number> {
   }
 
   // The 30 s limit and a second signal end the process whatever still holds it (src/process/stop-signals.ts).
+  started();
   return stopOnSignals({ close: () => atrium.close(), logger: log });
 }

@@ -100,3 +100,49 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
     signals.on('SIGINT', () => stop('SIGINT'));
   });
 }
+
+/** Where bin/atrium.js leaves the listeners it sets before the modules load. */
+export const EARLY_SIGNALS = Symbol.for('atrium.earlySignals');
+
+/**
+ * SIGTERM or SIGINT while `serve` is still starting (loading, migrations, connections, binding).
+ * Without a handler the signal killed the process (status 143, no log line), not the "drains and
+ * exits 0" the README promises. Nothing has been served yet, so there is nothing to drain: the
+ * start is abandoned, the line logged and the process ends 0 (the database's own transactions undo a
+ * migration cut short; the SQLite serve lock is the system's and ends with the process). Returns
+ * the hand-over: call it once stopOnSignals has the signals.
+ */
+export function watchStartSignals(
+  logger: Logger,
+  options: Pick<StopOnSignalsOptions, 'exit'> = {},
+): () => void {
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  // bin/atrium.js listened from the first line; from here this process does.
+  (globalThis as Record<symbol, (() => void) | undefined>)[EARLY_SIGNALS]?.();
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'signal while starting; stopped before serving');
+    let done = false;
+    const end = () => {
+      if (done) return;
+      done = true;
+      exit(0);
+    };
+    try {
+      logger.flush(() => end());
+    } catch {
+      end();
+    }
+    setTimeout(end, 1_000).unref();
+  };
+  const onTerm = () => stop('SIGTERM');
+  const onInt = () => stop('SIGINT');
+  process.on('SIGTERM', onTerm);
+  process.on('SIGINT', onInt);
+  return () => {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+  };
+}
