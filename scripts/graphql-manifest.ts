@@ -18,7 +18,17 @@ import { addTypenameToDocument } from '@apollo/client/utilities';
 import { type DefinitionNode, type DocumentNode, Kind, parse, print, visit } from 'graphql';
 
 function files(path: string): string[] {
-  if (statSync(path).isDirectory()) return readdirSync(path).flatMap((name) => files(join(path, name)));
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(path).isDirectory();
+  } catch (err) {
+    // A path that is not there is the caller's mistake: one line naming it, not a stack.
+    process.stderr.write(
+      `graphql:manifest: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? err}\n`,
+    );
+    process.exit(1);
+  }
+  if (isDirectory) return readdirSync(path).flatMap((name) => files(join(path, name)));
   return /\.(graphql|gql)$/.test(path) ? [path] : [];
 }
 
