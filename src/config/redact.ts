@@ -1,6 +1,7 @@
 /**
- * A URL for messages and logs, its password (if any) shown as `***`. A URL that does not parse
- * keeps its scheme and loses its whole user part, so nothing after `//` and before `@` is shown.
+ * A URL for messages and logs, its password (if any) shown as `***`; the user stays, as README
+ * promises. A URL that does not parse (a port over 65535, say) is read the same way by hand: what
+ * follows the first `:` of the user part, up to the `@`, is the password.
  */
 export function withoutPassword(raw: string): string {
   try {
@@ -9,6 +10,6 @@ export function withoutPassword(raw: string): string {
     url.password = '***';
     return url.toString();
   } catch {
-    return raw.replace(/\/\/[^@/]*@/, '//***@');
+    return raw.replace(/\/\/([^@/:]*):[^@/]*@/, '//$1:***@');
   }
 }
