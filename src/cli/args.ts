@@ -7,13 +7,37 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 export function parse<O extends Options>(argv: string[], options: O, positionals = 0) {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: positionals > 0 });
+    parsed = parseArgs({
+      args: negativeValuesJoined(argv, options),
+      options,
+      strict: true,
+      allowPositionals: positionals > 0,
+    });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
   if (parsed.positionals.length > positionals)
     throw new UsageError(`unexpected argument: ${parsed.positionals[positionals]}`);
   return parsed;
+}
+
+/**
+ * `--price-cents -5`: parseArgs refuses a value that starts with a dash as ambiguous and prints
+ * its own advice. A negative number after an option that takes a value is that value, so it is
+ * passed on as `--price-cents=-5`, and the command's own check names the flag and its range.
+ */
+function negativeValuesJoined(argv: string[], options: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    const name = arg.startsWith('--') ? arg.slice(2) : undefined;
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i += 1;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 /** The ID a command takes is missing; the command line answers with the command's synopsis. */
@@ -47,8 +71,16 @@ export function oneOf<T extends string>(
   return value as T;
 }
 
-export function integer(value: string | undefined, name: string): number | undefined {
+export function integer(
+  value: string | undefined,
+  name: string,
+  range?: { min: number; max: number },
+): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be an integer`);
-  return Number(value);
+  const wanted = range ? `an integer from ${range.min} to ${range.max}` : 'an integer';
+  if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be ${wanted}`);
+  const n = Number(value);
+  if (range && (n < range.min || n > range.max))
+    throw new UsageError(`--${name} must be ${wanted}; got ${value}`);
+  return n;
 }

@@ -63,7 +63,10 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     synopsis: 'products create --name N --price-cents P',
     prepare: (argv) => {
       const { values } = parse(argv, { name: { type: 'string' }, 'price-cents': { type: 'string' } });
-      const priceCents = integer(required(values, 'price-cents'), 'price-cents')!;
+      const priceCents = integer(required(values, 'price-cents'), 'price-cents', {
+        min: 0,
+        max: 100_000_000,
+      })!;
       const name = required(values, 'name');
       return async (s) => {
         const p = await s.core.products.create({ name, priceCents });

@@ -83,6 +83,15 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (service) return await service.run(argv.slice(1));
     if (!admin) {
+      // A group on its own (`atrium users`, or with only flags): it needs one of its commands.
+      const group = Object.keys(ADMIN_COMMANDS)
+        .filter((name) => name.startsWith(`${first} `))
+        .map((name) => name.slice(first.length + 1));
+      if (group.length > 0 && (second === undefined || second.startsWith('-'))) {
+        throw new UsageError(
+          `"${first}" needs a subcommand: ${group.join(', ')}; run "atrium ${first} --help" for their options`,
+        );
+      }
       const name = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
       throw new UsageError(`unknown command "${name}"; run "atrium --help"`);
     }
