@@ -63,10 +63,8 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     synopsis: 'products create --name N --price-cents P',
     prepare: (argv) => {
       const { values } = parse(argv, { name: { type: 'string' }, 'price-cents': { type: 'string' } });
-      const priceCents = integer(required(values, 'price-cents'), 'price-cents', {
-        min: 0,
-        max: 100_000_000,
-      })!;
+      // The range is the core's (products.create): out of it is exit 1 naming price_cents.
+      const priceCents = integer(required(values, 'price-cents'), 'price-cents')!;
       const name = required(values, 'name');
       return async (s) => {
         const p = await s.core.products.create({ name, priceCents });
