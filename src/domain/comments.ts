@@ -8,7 +8,7 @@ import { notFound, Problems } from './errors.js';
 import { idFloor, isId, newId } from './ids.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
-import { commentsOfVisiblePostsSql, mayViewPost, readPostForViewing } from './post-visibility.js';
+import { commentsOfVisiblePostsSql, mayViewSeenPost, readPostForViewing } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 import { assertAuthorExists, assertMayWriteAs, assertPostId, checkContent, checkId } from './posts-rules.js';
 
@@ -80,12 +80,7 @@ export class CommentService {
     return inTransaction(this.deps, async (tx) => {
       // A post the actor may not see does not exist for them: the same not_found as a missing one.
       const post = await readPostForViewing(tx.db, input.postId);
-      const seen = post && {
-        authorId: post.author_id,
-        publishedAt: post.published_at,
-        authorDeleted: post.authorDeleted,
-      };
-      if (!seen || !mayViewPost(actor, seen, now)) throw notFound('Post', input.postId);
+      if (!post || !mayViewSeenPost(actor, post, now)) throw notFound('Post', input.postId);
       await assertAuthorExists(tx, input.authorId);
       await tx.db.insertInto('comments').values(row).execute();
       tx.afterCommit({ kind: 'comment.added', commentId: row.id, postId: row.post_id });
@@ -192,14 +187,7 @@ export class CommentService {
   async mayViewPostOf(viewer: Viewer, postId: string): Promise<boolean> {
     if (!isId(postId, 'pst')) return false;
     const row = await readPostForViewing(this.deps.store.db, postId);
-    return (
-      row !== undefined &&
-      mayViewPost(
-        viewer,
-        { authorId: row.author_id, publishedAt: row.published_at, authorDeleted: row.authorDeleted },
-        this.deps.clock.now(),
-      )
-    );
+    return row !== undefined && mayViewSeenPost(viewer, row, this.deps.clock.now());
   }
 
   private visible(viewer: Viewer) {

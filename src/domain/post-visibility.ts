@@ -55,11 +55,20 @@ export function commentsOfVisiblePostsSql(
   return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and ${sql.ref(`${table}.post_id`)} in (select vp.id from posts vp where ${visible}))`;
 }
 
-/** One post with whether its author is deleted, for `mayViewPost`; undefined when there is none. */
-export async function readPostForViewing(
-  db: Kysely<Database>,
-  id: string,
-): Promise<(PostRow & { authorDeleted: boolean }) | undefined> {
+/** A post row as `readPostForViewing` reads it: with whether its author is deleted. */
+export type SeenPost = PostRow & { authorDeleted: boolean };
+
+/** `mayViewPost` of a row read by `readPostForViewing`. */
+export function mayViewSeenPost(viewer: Viewer, seen: SeenPost, now: Date): boolean {
+  return mayViewPost(
+    viewer,
+    { authorId: seen.author_id, publishedAt: seen.published_at, authorDeleted: seen.authorDeleted },
+    now,
+  );
+}
+
+/** One post with whether its author is deleted, for `mayViewSeenPost`; undefined when there is none. */
+export async function readPostForViewing(db: Kysely<Database>, id: string): Promise<SeenPost | undefined> {
   const row = await db
     .selectFrom('posts')
     .leftJoin('users', 'users.id', 'posts.author_id')

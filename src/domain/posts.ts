@@ -17,7 +17,7 @@ import {
   checkId,
   readDateTime,
 } from './posts-rules.js';
-import { mayViewPost, readPostForViewing, visiblePostsSql } from './post-visibility.js';
+import { mayViewSeenPost, readPostForViewing, type SeenPost, visiblePostsSql } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 import { normaliseTags, replacePostTags, type TagService } from './tags.js';
 
@@ -119,7 +119,7 @@ export class PostService {
 
     return inTransaction(this.deps, async (tx) => {
       const seen = await readPostForViewing(tx.db, id);
-      if (!seen || !mayViewPost(actor, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+      if (!seen || !mayViewSeenPost(actor, seen, this.deps.clock.now())) throw notFound('Post', id);
       const current = toRow(seen);
       assertMayChange(actor, current.author_id, 'post');
       const updated: PostRow = { ...current, ...patch, updated_at: iso(this.deps.clock.now()) };
@@ -149,7 +149,7 @@ export class PostService {
     assertPostId(id);
     return inTransaction(this.deps, async (tx) => {
       const seen = await readPostForViewing(tx.db, id);
-      if (!seen || !mayViewPost(actor, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+      if (!seen || !mayViewSeenPost(actor, seen, this.deps.clock.now())) throw notFound('Post', id);
       const current = toRow(seen);
       assertMayChange(actor, current.author_id, 'post');
       await tx.db.deleteFrom('posts').where('id', '=', id).execute();
@@ -162,7 +162,7 @@ export class PostService {
   async get(viewer: Viewer, id: string): Promise<Post> {
     assertPostId(id);
     const seen = await readPostForViewing(this.deps.store.db, id);
-    if (!seen || !mayViewPost(viewer, toSeen(seen), this.deps.clock.now())) throw notFound('Post', id);
+    if (!seen || !mayViewSeenPost(viewer, seen, this.deps.clock.now())) throw notFound('Post', id);
     return toPost(toRow(seen));
   }
 
@@ -263,8 +263,6 @@ function checkTitleAndBody(
   if (required || input.body !== undefined) checkContent(input.body, 'body', 50_000, problems);
 }
 
-type SeenPost = PostRow & { authorDeleted: boolean };
-const toSeen = (seen: SeenPost) => ({ ...toPost(toRow(seen)), authorDeleted: seen.authorDeleted });
 const toRow = ({ authorDeleted: _, ...row }: SeenPost): PostRow => row;
 
 export function toPost(row: PostRow): Post {
