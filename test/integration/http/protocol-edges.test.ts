@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
+import { orderCount as countOrders } from '../orders/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import { rawRequest, type RawResponse } from '../../helpers/raw-http.js';
@@ -39,16 +40,7 @@ describe('HTTP protocol edges over real sockets', () => {
       items: [{ product_id: product, quantity: 1 }],
       shipping_address: { name: 'Ada', street: '1 Road', city: 'London', postal_code: 'N1', country: 'GB' },
     });
-  /** How many orders the store holds. */
-  const orderCount = async () =>
-    Number(
-      (
-        await atrium.services.store.db
-          .selectFrom('orders')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const orderCount = () => countOrders(atrium);
 
   beforeAll(async () => {
     atrium = await startTestAtrium();

@@ -133,3 +133,12 @@ export function shopForSuite(env: Record<string, string> = {}): Shop {
 
 /** A new PENDING order of orderBody's items, created by the shop's owner. */
 export const freshOrder = (shop: Shop) => createOrder(shop.atrium, shop.owner, orderBody(shop.cat));
+
+/** How many orders the store holds, read straight from it (to show a refused request stored nothing). */
+export async function orderCount(atrium: TestAtrium): Promise<number> {
+  const row = await atrium.services.store.db
+    .selectFrom('orders')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { type Catalogue, type Headers, makeCatalogue, orderBody, request } from './fixtures.js';
+import {
+  type Catalogue,
+  type Headers,
+  makeCatalogue,
+  orderBody,
+  request,
+  orderCount as countOrders,
+} from './fixtures.js';
 
 describe('POST /api/v2/orders', () => {
   let atrium: TestAtrium;
@@ -9,15 +16,7 @@ describe('POST /api/v2/orders', () => {
 
   const post = (body: unknown, headers: Headers = member) =>
     request(atrium, 'POST', '/api/v2/orders', headers, body);
-  const orderCount = async () =>
-    Number(
-      (
-        await atrium.services.store.db
-          .selectFrom('orders')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const orderCount = () => countOrders(atrium);
 
   beforeAll(async () => {
     atrium = await startTestAtrium();
