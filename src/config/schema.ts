@@ -62,11 +62,14 @@ function int(name: string, raw: string, accepts: string, ok: (n: number) => bool
   return n;
 }
 
+/** What every boolean variable accepts, in its doc row and in its error, the same words the parser knows. */
+const BOOL_ACCEPTS = 'true or false (also 1/0, yes/no, on/off)';
+
 function bool(name: string, raw: string): boolean {
   const v = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  throw new ConfigError(name, 'true or false', raw);
+  throw new ConfigError(name, BOOL_ACCEPTS, raw);
 }
 
 function url(name: string, raw: string, protocols: string[]): string {
@@ -240,7 +243,7 @@ export const VARIABLES: VariableSpec[] = [
   {
     name: 'WEBHOOK_ALLOW_PRIVATE',
     default: 'true outside production',
-    accepts: 'true or false',
+    accepts: BOOL_ACCEPTS,
     meaning: 'allow webhook URLs that resolve to loopback or private addresses',
   },
   {

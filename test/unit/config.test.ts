@@ -46,6 +46,18 @@ describe('configuration', () => {
     );
   });
 
+  it('reads every word its doc row and its error name for a boolean, and names them when refusing', () => {
+    const allow = (v: string) => parseConfig({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: v }).webhookAllowPrivate;
+    for (const v of ['true', 'TRUE', '1', 'yes', 'on', ' On ']) expect(allow(v), v).toBe(true);
+    for (const v of ['false', '0', 'no', 'off']) expect(allow(v), v).toBe(false);
+    const row = VARIABLES.find((v) => v.name === 'WEBHOOK_ALLOW_PRIVATE')!;
+    const err = failure({ WEBHOOK_ALLOW_PRIVATE: 'maybe' });
+    for (const word of ['true', 'false', '1/0', 'yes/no', 'on/off']) {
+      expect(row.accepts).toContain(word);
+      expect(err.message).toContain(word);
+    }
+  });
+
   it('parses CORS origins as an exact list', () => {
     expect(parseConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).corsOrigins).toEqual(
       ['https://a.example.com', 'http://localhost:5173'],
