@@ -21,17 +21,18 @@ describe('GraphQL document limits on every transport', () => {
     ({ key } = await authorWithPost(server.atrium, 'limitsauthor', 'Limits'));
   });
 
-  it("refuses the tester's 6,600 root __typename aliases before validation, quickly, on POST, WS and SSE", async () => {
-    const query = `{ ${typenames(6600)} }`;
+  it("refuses the tester's 6,600 root __typename aliases before validation, on POST, WS and SSE", async () => {
+    // One selection names no field of Query: had graphql's validation rules run (the second of work
+    // the limit exists to save), they would have answered "Cannot query field". Only the count answers.
+    const query = `{ ${typenames(6599)} notAField }`;
     expect(query.length).toBeGreaterThan(100_000);
     for (const transport of ['POST', 'WS', 'SSE'] as const) {
-      const started = performance.now();
       const a = await runOver(transport, server.base, { query });
       expect(a.data).toBeUndefined();
       expect(codesOf(a)).toEqual(['GRAPHQL_VALIDATION_FAILED']);
+      expect(a.errors).toHaveLength(1);
       expect(a.errors![0]!.message).toBe('The document selects 6600 fields; at most 1000 are allowed.');
       expect(a.errors![0]!.extensions).toMatchObject({ fields: 6600, maxFields: 1000 });
-      expect(performance.now() - started).toBeLessThan(1000);
     }
   });
 
