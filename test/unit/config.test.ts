@@ -47,7 +47,8 @@ describe('configuration', () => {
   });
 
   it('reads every word its doc row and its error name for a boolean, and names them when refusing', () => {
-    const allow = (v: string) => parseConfig({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: v }).webhookAllowPrivate;
+    const allow = (v: string) =>
+      parseConfig({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE: v }).webhookAllowPrivate;
     for (const v of ['true', 'TRUE', '1', 'yes', 'on', ' On ']) expect(allow(v), v).toBe(true);
     for (const v of ['false', '0', 'no', 'off']) expect(allow(v), v).toBe(false);
     const row = VARIABLES.find((v) => v.name === 'WEBHOOK_ALLOW_PRIVATE')!;
