@@ -3,12 +3,13 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { useServer } from 'graphql-ws/use/ws';
 import { GraphQLError } from 'graphql';
-import { WebSocketServer } from 'ws';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { refuseOnSocket } from '../../http/client-errors.js';
-import { genRequestId } from '../../http/plugins/request-context.js';
+import { CLIENT_REQUEST_ID, genRequestId } from '../../http/plugins/request-context.js';
 import { acceptUpgrades, upgradesTo } from '../../http/upgrades.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
 import { publicError, publicResult } from './public-errors.js';
@@ -56,6 +57,38 @@ function credential(params: Record<string, unknown>, ...names: string[]): string
   return undefined;
 }
 
+/** The close code ws sent for a frame it refused, which it keeps on the error (`kStatusCode`). */
+function closeCodeOf(err: Error): number | undefined {
+  const key = Object.getOwnPropertySymbols(err).find((s) => s.description === 'status-code');
+  const code: unknown = key === undefined ? undefined : (err as unknown as Record<symbol, unknown>)[key];
+  return typeof code === 'number' ? code : undefined;
+}
+
+/**
+ * Replaces graphql-ws's listener for a socket's 'error' (added by its 'connection' listener, which
+ * has just run), which writes the error and its stack to stderr with console.error, outside the
+ * JSON log. The errors are ws's: a frame it refused (over
+ * the size limit, not UTF-8, against the protocol), after which it has already closed the socket
+ * with the matching code (1009, 1007, 1002), a client's fault logged at info as the HTTP parser's
+ * refusals are (client-errors.ts), without a stack. Anything else is the server's: a warning with
+ * the error, and 4500 as graphql-ws would close.
+ */
+function logSocketErrors(ws: WebSocket, request: IncomingMessage, logger: Logger): void {
+  ws.removeAllListeners('error');
+  ws.on('error', (err: Error & { code?: string }) => {
+    const closeCode = closeCodeOf(err);
+    if (closeCode === undefined) {
+      logger.warn({ err }, 'WebSocket error');
+      if (ws.readyState === ws.OPEN) ws.close(CLOSE_INTERNAL_ERROR, 'Internal server error');
+      return;
+    }
+    // The only id a connection has: the client's own X-Request-Id on the upgrade, if well formed.
+    const given = request.headers['x-request-id'];
+    const reqId = typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : undefined;
+    logger.info({ code: err.code, closeCode, reason: err.message, reqId }, 'WebSocket frame refused');
+  });
+}
+
 /**
  * graphql-ws at /graphql on the Fastify server's HTTP server. Credentials come in the
  * `connection_init` payload (`{ authorization }` or `{ "x-api-key" }`, decisions §3) and are checked
@@ -85,7 +118,10 @@ export function attachWebSocket(
       return;
     }
     if (services.draining) return void socket.destroy();
-    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      wss.emit('connection', ws, request);
+      logSocketErrors(ws, request, services.logger);
+    });
   };
   app.server.on('upgrade', onUpgrade);
   // A handshake ws refuses (a malformed Sec-WebSocket-Key, an unknown version) is a 400 in the
