@@ -55,6 +55,7 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   if (typeof e.code === 'string' && (UNAVAILABLE_STATES.has(e.code) || UNAVAILABLE_ERRNOS.has(e.code)))
     return true;
-  if (e.code === 'SQLITE_BUSY') return true;
+  // SQLITE_BUSY and its extended codes (_SNAPSHOT, _RECOVERY, _TIMEOUT): another process has the file.
+  if (typeof e.code === 'string' && e.code.startsWith('SQLITE_BUSY')) return true;
   return e.code === undefined && typeof e.message === 'string' && UNAVAILABLE_TEXT.test(e.message);
 }

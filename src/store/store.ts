@@ -20,6 +20,7 @@ import { StaticMigrationProvider } from './migrations/index.js';
 import { pgPoolConfig } from './pg-options.js';
 import { sqliteFolderMade, sqliteWritable } from './sqlite-folder.js';
 import { guardedByRequestScope } from './request-guard.js';
+import { immediateTransactions } from './sqlite-immediate.js';
 import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
@@ -95,7 +96,9 @@ function openSqlite(path: string, plugins: KyselyPlugin[], answers: AnswerListen
   const conn = openSqliteFile(memory ? ':memory:' : path);
   const { counter, log } = statementCounter();
   const db = new Kysely<Database>({
-    dialect: guardedByRequestScope(new SqliteDialect({ database: withStatementCache(conn) })),
+    dialect: guardedByRequestScope(
+      immediateTransactions(new SqliteDialect({ database: withStatementCache(conn) })),
+    ),
     plugins,
     log,
   });
