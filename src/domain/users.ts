@@ -275,7 +275,9 @@ export class UserService {
     policy.assertMayUpdate(actor, id, fields);
 
     return inTransaction(this.deps, async (tx) => {
-      const current = await liveUser(tx.db, this.deps.store.dialect, id);
+      // Locked: the response and the event are built from this row, so a concurrent update or
+      // delete must wait for this one (or this one for it) instead of being written over unseen.
+      const current = await lockedLiveUser(tx.db, this.deps.store.dialect, id);
       const changedColumns = (Object.keys(patch) as (keyof UserRow)[]).filter((k) => patch[k] !== current[k]);
       if (changedColumns.length === 0) return toUser(current);
       const changes = Object.fromEntries(changedColumns.map((k) => [k, patch[k]])) as Partial<UserRow>;
@@ -309,7 +311,7 @@ export class UserService {
   async delete(actor: Actor, id: string): Promise<{ id: string; deletedAt: string }> {
     assertMayDeleteUser(actor);
     return inTransaction(this.deps, async (tx) => {
-      await liveUser(tx.db, this.deps.store.dialect, id);
+      await lockedLiveUser(tx.db, this.deps.store.dialect, id);
       const now = iso(this.deps.clock.now());
       await tx.db
         .updateTable('users')
@@ -364,7 +366,8 @@ export class UserService {
   async markEmailVerified(actor: Actor, id: string, given?: Tx): Promise<User> {
     if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
     return inGivenTransaction(this.deps, given, async (tx) => {
-      const current = await liveUser(tx.db, this.deps.store.dialect, id);
+      // Locked, so of concurrent verifications only the first sees the email unverified.
+      const current = await lockedLiveUser(tx.db, this.deps.store.dialect, id);
       const now = iso(this.deps.clock.now());
       const verifiedAt = current.email_verified_at ?? now;
       await tx.db
@@ -460,6 +463,21 @@ const liveUserById = fixedQuery((db, id: string) => liveUsers(db).where('id', '=
 async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
   if (!isId(id, 'usr')) throw notFound('User');
   const [row] = await liveUserById(db, dialect, id);
+  if (!row) throw notFound('User', id);
+  return row;
+}
+
+const liveUserByIdForUpdate = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id).forUpdate());
+
+/**
+ * `liveUser` for a read-then-write in a transaction. PostgreSQL locks the row until the transaction
+ * ends; a writer that waited for it reads the row as committed, and finds no live user if it was
+ * deleted meanwhile. SQLite has no FOR UPDATE and needs none: it runs one transaction at a time.
+ */
+async function lockedLiveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
+  if (dialect !== 'postgres') return liveUser(db, dialect, id);
+  if (!isId(id, 'usr')) throw notFound('User');
+  const [row] = await liveUserByIdForUpdate(db, dialect, id);
   if (!row) throw notFound('User', id);
   return row;
 }
