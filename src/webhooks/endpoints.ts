@@ -1,6 +1,6 @@
 import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso, unixSeconds } from '../domain/clock.js';
-import { API_VERSION, type CoreDeps, inGivenTransaction, type Tx } from '../domain/context.js';
+import { API_VERSION, type CoreDeps, inGivenTransaction, inTransaction, type Tx } from '../domain/context.js';
 import { conflict, DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
 import { newEventId, newId } from '../domain/ids.js';
 import { signalOutbox } from '../store/outbox-signal.js';
@@ -198,38 +198,46 @@ export class WebhookEndpoints {
     };
   }
 
+  /**
+   * Changes what the PATCH names, and only that, on the row as it is when written: read and write
+   * are one transaction with the row locked (PostgreSQL; SQLite has one writer), so a change made
+   * meanwhile by another request, another instance or the worker's disabling after a 410 is kept.
+   */
   async update(actor: Actor, id: string, input: UpdateEndpointInput): Promise<EndpointView> {
-    const current = await this.owned(actor, id);
-    const now = this.deps.clock.now();
-    const next: EndpointRow = { ...current, updated_at: iso(now) };
-    if (input.events !== undefined) next.events = JSON.stringify(checkEventList(input.events));
+    let url: string | undefined;
     if (input.url !== undefined) {
-      next.url = await checkTargetUrl(input.url, this.policy.allowPrivate, this.policy.resolve);
+      // Checking the URL may take a DNS lookup of seconds, so it runs before the transaction (which
+      // holds SQLite's only connection), after 403/404 and the events' check, as it always came.
+      await this.owned(actor, id);
+      if (input.events !== undefined) checkEventList(input.events);
+      url = await checkTargetUrl(input.url, this.policy.allowPrivate, this.policy.resolve);
     }
-    if (input.enabled === true) {
-      next.disabled_at = null;
-      next.disabled_reason = null;
-    } else if (input.enabled === false && current.disabled_at === null) {
-      next.disabled_at = iso(now);
-      next.disabled_reason = 'disabled by its owner';
-    }
-    // A change that alters nothing ({} or every value as it is) writes nothing, updated_at included.
-    const changed = (['url', 'events', 'disabled_at', 'disabled_reason'] as const).some(
-      (k) => next[k] !== current[k],
-    );
-    if (!changed) return endpointView(current, now);
-    await this.deps.store.db
-      .updateTable('webhook_endpoints')
-      .set({
-        url: next.url,
-        events: next.events,
-        disabled_at: next.disabled_at,
-        disabled_reason: next.disabled_reason,
-        updated_at: next.updated_at,
-      })
-      .where('id', '=', id)
-      .execute();
-    return endpointView(next, now);
+    return inTransaction(this.deps, async (tx) => {
+      const current = await this.owned(actor, id, tx.db, true);
+      const now = this.deps.clock.now();
+      const named: Partial<Pick<EndpointRow, 'url' | 'events' | 'disabled_at' | 'disabled_reason'>> = {};
+      if (input.events !== undefined) named.events = JSON.stringify(checkEventList(input.events));
+      if (url !== undefined) named.url = url;
+      if (input.enabled === true) {
+        named.disabled_at = null;
+        named.disabled_reason = null;
+      } else if (input.enabled === false && current.disabled_at === null) {
+        named.disabled_at = iso(now);
+        named.disabled_reason = 'disabled by its owner';
+      }
+      const changes = Object.fromEntries(
+        Object.entries(named).filter(([k, v]) => current[k as keyof typeof named] !== v),
+      ) as typeof named;
+      // A change that alters nothing ({} or every value as it is) writes nothing, updated_at included.
+      if (Object.keys(changes).length === 0) return endpointView(current, now);
+      const next: EndpointRow = { ...current, ...changes, updated_at: iso(now) };
+      await tx.db
+        .updateTable('webhook_endpoints')
+        .set({ ...changes, updated_at: next.updated_at })
+        .where('id', '=', id)
+        .execute();
+      return endpointView(next, now);
+    });
   }
 
   /** Removes the endpoint with its deliveries and attempt records. */
@@ -240,11 +248,13 @@ export class WebhookEndpoints {
 
   /**
    * A new secret, shown once. The old one keeps signing for 24 hours, so deliveries carry two v1
-   * signatures and a receiver can switch secrets at its own pace.
+   * signatures and a receiver can switch secrets at its own pace. The row is locked: two rotations
+   * at once take turns, so the second's previous secret is the first's new one and every secret
+   * handed out still signs.
    */
   async rotateSecret(actor: Actor, id: string, given?: Tx): Promise<EndpointView & { secret: string }> {
     return inGivenTransaction(this.deps, given, async (tx) => {
-      const current = await this.owned(actor, id, tx.db);
+      const current = await this.owned(actor, id, tx.db, true);
       const now = this.deps.clock.now();
       const next: EndpointRow = {
         ...current,
@@ -301,9 +311,20 @@ export class WebhookEndpoints {
     });
   }
 
-  /** The endpoint, if the actor may act on it: 404 when unknown, 403 when someone else's. */
-  async owned(actor: Actor, id: string, db: Tx['db'] = this.deps.store.db): Promise<EndpointRow> {
-    const row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+  /**
+   * The endpoint, if the actor may act on it: 404 when unknown, 403 when someone else's. With
+   * `lock`, in a transaction, PostgreSQL holds the row until it ends; SQLite's transaction already
+   * holds the only connection.
+   */
+  async owned(
+    actor: Actor,
+    id: string,
+    db: Tx['db'] = this.deps.store.db,
+    lock = false,
+  ): Promise<EndpointRow> {
+    let q = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+    if (lock && this.deps.store.dialect === 'postgres') q = q.forUpdate();
+    const row = await q.executeTakeFirst();
     if (!row) throw notFound('Webhook endpoint', id);
     if (row.user_id !== actor.id && !isAdmin(actor))
       throw forbidden('This webhook endpoint belongs to another user.');
