@@ -313,8 +313,9 @@ export class WebhookEndpoints {
 
   /**
    * The endpoint, if the actor may act on it: 404 when unknown, 403 when someone else's. With
-   * `lock`, in a transaction, PostgreSQL holds the row until it ends; SQLite's transaction already
-   * holds the only connection.
+   * `lock`, in a transaction, PostgreSQL holds the row against other writers until it ends (FOR NO
+   * KEY UPDATE: the id never changes, so deliveries being queued for it need not wait); SQLite's
+   * transaction already holds the only connection.
    */
   async owned(
     actor: Actor,
@@ -323,7 +324,7 @@ export class WebhookEndpoints {
     lock = false,
   ): Promise<EndpointRow> {
     let q = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
-    if (lock && this.deps.store.dialect === 'postgres') q = q.forUpdate();
+    if (lock && this.deps.store.dialect === 'postgres') q = q.forNoKeyUpdate();
     const row = await q.executeTakeFirst();
     if (!row) throw notFound('Webhook endpoint', id);
     if (row.user_id !== actor.id && !isAdmin(actor))
