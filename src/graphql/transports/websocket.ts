@@ -37,7 +37,7 @@ export const CLOSE_INTERNAL_ERROR = 4500;
 export const WS_CLOSE_GRACE_MS = 5_000;
 
 /** What the connection remembers between `connection_init` and its operations. */
-type Extra = { principal?: Principal | null; credentials?: Credentials };
+type Extra = { credentials?: Credentials };
 
 /** Thrown for a credential that is not a string: refused like a malformed one (4403). */
 class NotAString extends Error {}
@@ -92,7 +92,7 @@ function logSocketErrors(ws: WebSocket, request: IncomingMessage, logger: Logger
 /**
  * graphql-ws at /graphql on the Fastify server's HTTP server. Credentials come in the
  * `connection_init` payload (`{ authorization }` or `{ "x-api-key" }`, decisions §3) and are checked
- * once by the shared Authenticator; bad ones close the socket with 4403, a store that cannot be
+ * there by the shared Authenticator, and again for every operation; bad ones close the socket with 4403, a store that cannot be
  * reached with 1013 and any other failure with 4500 (an outage must not look like bad credentials). Every operation then goes
  * through the pipeline's prepare() (persisted query, parse, validate, context) and the enveloped
  * execute/subscribe (budget), exactly as POST and GET do.
@@ -145,7 +145,7 @@ export function attachWebSocket(
             authorization: credential(params, 'authorization', 'Authorization'),
             apiKey: credential(params, 'x-api-key', 'X-API-Key'),
           };
-          ctx.extra.principal = await pipeline.authenticate(ctx.extra.credentials);
+          await pipeline.authenticate(ctx.extra.credentials);
           return true;
         } catch (err) {
           // A credential of the wrong type: refused credentials, 4403 as below.
@@ -160,12 +160,24 @@ export function attachWebSocket(
         }
       },
       onSubscribe: async (ctx, _id, payload) => {
+        const requestId = genRequestId({ headers: {} });
+        // Each operation runs as its credentials stand now, as a POST would: a socket may outlive
+        // its token's expiry, a revocation, its key or its owner's role, and until 2026-11-28 it
+        // kept acting with what connection_init had found (a demoted admin still granted roles).
+        let principal: Principal | null;
+        try {
+          principal = await pipeline.authenticate(ctx.extra.credentials ?? {});
+        } catch (err) {
+          if (!(err instanceof GraphQLError)) throw err;
+          pipeline.observer.rejected('ws', requestId, payload.operationName, [err]);
+          return [err];
+        }
         const caller = {
           transport: 'ws' as const,
-          principal: ctx.extra.principal ?? null,
+          principal,
           credentials: ctx.extra.credentials,
           address: ctx.extra.request.socket.remoteAddress ?? 'unknown',
-          requestId: genRequestId({ headers: {} }),
+          requestId,
         };
         // The pipeline records the operation (metric and log line) whether it runs or is refused.
         const prepared = await pipeline.prepare(payload, caller);
