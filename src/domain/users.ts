@@ -20,6 +20,7 @@ import {
   ADMIN_ONLY_UPDATE,
   assertMayDeleteUser,
   assertMayReadUser,
+  mayReadOrganization,
   mayViewEmail,
   SELF_SERVICE_UPDATE,
   type UserField,
@@ -236,6 +237,25 @@ export class UserService {
   /** The email as `viewer` may see it (the user themself or an admin), else null. */
   visibleEmail(viewer: Viewer, user: User): string | null {
     return mayViewEmail(viewer, user) ? user.email : null;
+  }
+
+  /**
+   * The organizations `viewer` may see users' membership of (D19: its members or an admin), for a
+   * surface that lists other users with their organization id: `null` means every one (an admin).
+   */
+  async visibleOrganizations(
+    viewer: Viewer,
+    seen?: RequestUsers | null,
+  ): Promise<ReadonlySet<string> | null> {
+    if (viewer !== null && isAdmin(viewer)) return null;
+    if (viewer?.kind !== 'user') return new Set();
+    const own = (await this.get(viewer.id, seen)).organizationId;
+    return new Set(mayReadOrganization(viewer, own, own) ? [own] : []);
+  }
+
+  /** `user`'s organization id where `visible` (from visibleOrganizations) shows it, else null. */
+  visibleOrganizationId(visible: ReadonlySet<string> | null, user: User): string | null {
+    return visible === null || visible.has(user.organizationId) ? user.organizationId : null;
   }
 
   /** REST `PATCH /v1/users/{id}`: admins only. */

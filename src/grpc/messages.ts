@@ -6,15 +6,22 @@ import type { ActivityEvent, UpdateUserRequest, User as UserMessage } from './ge
 
 /** Translation between the core's shapes and the proto messages; no rule lives here. */
 
-/** `email` is what the viewer may see (the core decides); proto3 has no null, so hidden is "". */
-export function toUserMessage(user: User, email: string | null): UserMessage {
+/**
+ * `email` and `organizationId` are what the viewer may see (the core decides); proto3 has no null,
+ * so hidden is "".
+ */
+export function toUserMessage(
+  user: User,
+  email: string | null,
+  organizationId: string | null = user.organizationId,
+): UserMessage {
   return {
     id: user.id,
     name: user.name,
     email: email ?? '',
     role: user.role,
     createdAt: Math.floor(Date.parse(user.createdAt) / 1000),
-    organizationId: user.organizationId,
+    organizationId: organizationId ?? '',
   };
 }
 

@@ -21,7 +21,8 @@ export interface UserServiceDeps {
 
 /**
  * users.v1.UserService: each method translates the request, calls the core and translates back.
- * Who may read or change what is the core's (users.read, updateSelfService, visibleEmail).
+ * Who may read or change what is the core's (users.read, updateSelfService, visibleEmail,
+ * visibleOrganizationId).
  */
 export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDeps): UserServiceServer {
   const { core } = deps;
@@ -43,6 +44,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
         core.users.pageProblems({ role, cursor }, problems).throwIfAny();
         let remaining = request.limit > 0 ? request.limit : Infinity;
         let viewer = ctx.actor;
+        let organizations = await core.users.visibleOrganizations(viewer, ctx.users);
         while (remaining > 0 && !ctx.signal.aborted) {
           const page = await core.users.page(viewer, {
             role,
@@ -51,7 +53,13 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
           });
           for (const user of page) {
             // Waits while the client is not reading: one page in memory at most.
-            await send(toUserMessage(user, core.users.visibleEmail(viewer, user)));
+            await send(
+              toUserMessage(
+                user,
+                core.users.visibleEmail(viewer, user),
+                core.users.visibleOrganizationId(organizations, user),
+              ),
+            );
             cursor = user.id;
             remaining -= 1;
           }
@@ -59,6 +67,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
           // A long stream outlives a role: each page is read as the caller is now, so an admin
           // demoted (or a key revoked) mid-stream stops seeing what the old role showed.
           viewer = await ctx.recheck();
+          organizations = await core.users.visibleOrganizations(viewer);
         }
       },
       { endOnDrain: false },

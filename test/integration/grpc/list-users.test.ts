@@ -101,6 +101,20 @@ describe('gRPC ListUsers: a server stream', () => {
     expect(asAdmin.messages.every((m) => m.email.endsWith('@example.com'))).toBe(true);
   });
 
+  it("names a user's organization only to its members and admins (D19), as GraphQL and REST do", async () => {
+    const orgOf = new Map(
+      (await atrium.services.store.db.selectFrom('users').select(['id', 'organization_id']).execute()).map(
+        (r) => [r.id, r.organization_id],
+      ),
+    );
+    const own = orgOf.get(member.userId)!;
+    const { messages } = await collect<UserMessage>(client, 'ListUsers', {}, member.headers);
+    expect(messages.filter((m) => orgOf.get(m.id) !== own).length).toBeGreaterThanOrEqual(USERS);
+    for (const m of messages) expect(m.organization_id, m.id).toBe(orgOf.get(m.id) === own ? own : '');
+    const asAdmin = await collect<UserMessage>(client, 'ListUsers', {}, admin.headers);
+    for (const m of asAdmin.messages) expect(m.organization_id, m.id).toBe(orgOf.get(m.id));
+  });
+
   it('filters by role when role is non-empty', async () => {
     const { messages } = await collect<UserMessage>(client, 'ListUsers', { role: 'viewer' }, member.headers);
     expect(messages.map((m) => m.id)).toEqual(all.filter((u) => u.role === 'viewer').map((u) => u.id));
