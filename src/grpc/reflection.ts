@@ -11,6 +11,8 @@ import { FILE_DESCRIPTOR_SET_BASE64 } from './gen/descriptor.gen.js';
  * reflection client that builds a real descriptor pool (buf curl, grpcurl) cannot resolve
  * `google.protobuf.FieldMask` from UpdateUserRequest, nor the health service. buf's set keeps
  * `users/v1/users.proto` importing `google/protobuf/field_mask.proto`, which is served too.
+ * @grpc/reflection lists only the services of the files it is given, so the set carries the
+ * reflection protos too: a client's ListServices then names reflection beside the rest.
  */
 export function reflectionService(): ReflectionService {
   const definition = {

@@ -29,6 +29,33 @@ describe.skipIf(noBuf !== undefined)('gRPC through buf curl and server reflectio
     expect(stdout.trim().split('\n').sort()).toEqual(REFLECTED_METHODS);
   });
 
+  it('lists every service it answers, reflection itself included, and reflection describes itself', async () => {
+    const { code, stdout, stderr } = await bufCurl(atrium.address, '', ['--list-services']);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.trim().split('\n').sort()).toEqual([
+      'grpc.health.v1.Health',
+      'grpc.reflection.v1.ServerReflection',
+      'grpc.reflection.v1alpha.ServerReflection',
+      'users.v1.UserService',
+    ]);
+    // buf curl can call a service only once reflection resolved its request and response types:
+    // each reflection version, described by reflection, answers a ListServices asked through it.
+    for (const version of ['v1', 'v1alpha']) {
+      const call = await bufCurl(
+        atrium.address,
+        `/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`,
+        ['-d', '{"list_services":"*"}'],
+      );
+      expect(call.stderr).toBe('');
+      expect(call.code).toBe(0);
+      const answer = JSON.parse(call.stdout) as { listServicesResponse: { service: { name: string }[] } };
+      expect(answer.listServicesResponse.service.map((s) => s.name)).toContain(
+        `grpc.reflection.${version}.ServerReflection`,
+      );
+    }
+  });
+
   it('checks health without credentials', async () => {
     const { code, stdout } = await bufCurl(atrium.address, '/grpc.health.v1.Health/Check', [
       '-d',

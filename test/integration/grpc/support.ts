@@ -50,11 +50,16 @@ export interface ActivityMessage {
   metadata: Record<string, string>;
 }
 
-/** What `buf curl --list-methods` finds by reflection: the user service and health, nothing else. */
+/**
+ * What `buf curl --list-methods` finds by reflection: the user service, health and reflection itself
+ * (both versions it answers, as grpc-go and grpc-java servers list theirs), nothing else.
+ */
 export const REFLECTED_METHODS = [
   'grpc.health.v1.Health/Check',
   'grpc.health.v1.Health/List',
   'grpc.health.v1.Health/Watch',
+  'grpc.reflection.v1.ServerReflection/ServerReflectionInfo',
+  'grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo',
   'users.v1.UserService/GetUser',
   'users.v1.UserService/ListUsers',
   'users.v1.UserService/StreamUserActivity',
