@@ -6,7 +6,7 @@ import type { CoreDeps } from '../domain/context.js';
 import { DomainError, notFound, Problems } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { RequestUsers } from '../domain/request-users.js';
-import { toUser } from '../domain/users.js';
+import { liveUser, toUser } from '../domain/users.js';
 import { fixedQuery } from '../store/fixed-query.js';
 import type { KeyMode, Tier } from '../store/types.js';
 import type { Principal } from './principal.js';
@@ -91,13 +91,7 @@ export class ApiKeyService {
     if (tier !== null && !TIERS.includes(tier))
       problems.add('tier', 'tier must be one of free, starter, growth, enterprise', 'invalid_enum');
     problems.throwIfAny();
-    const user = await this.deps.store.db
-      .selectFrom('users')
-      .select('id')
-      .where('id', '=', input.userId)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-    if (!user) throw notFound('User', input.userId);
+    await liveUser(this.deps.store.db, this.deps.store.dialect, input.userId);
 
     const random = randomBytes(16).toString('hex');
     const key = `atr_${mode}_${random}_${checksum(mode, random)}`;

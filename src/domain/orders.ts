@@ -7,8 +7,9 @@ import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, preconditionFailed, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
 import { checkFirst, type Connection, lazyEdge, pageInfoOf } from './connection.js';
-import { isId, newId } from './ids.js';
+import { newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
+import { liveUser } from './users.js';
 import {
   type CreateOrderInput,
   type ItemPage,
@@ -122,14 +123,7 @@ export class OrderService {
   async listForUser(actor: Actor, userId: string, query: ListOrdersQuery): Promise<OrderPage> {
     if (actor.id !== userId) {
       if (!isAdmin(actor)) throw forbidden('You may list only your own orders.');
-      if (!isId(userId, 'usr')) throw notFound('User', userId);
-      const user = await this.deps.store.db
-        .selectFrom('users')
-        .select('id')
-        .where('id', '=', userId)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!user) throw notFound('User', userId);
+      await liveUser(this.deps.store.db, this.deps.store.dialect, userId);
     }
     return this.page(userId, query);
   }

@@ -418,7 +418,7 @@ export class UserService {
       .set({ password_hash: hash })
       .where('id', '=', id)
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) === 0) throw notFound('User', id);
+    if (Number(res.numUpdatedRows) === 0) throw userNotFound(id);
   }
 }
 
@@ -463,7 +463,7 @@ function checkUpdate(input: UpdateUserInput): {
   return { problems, patch, fields };
 }
 
-type Reader = Db | Transaction<Database>;
+export type Reader = Db | Transaction<Database>;
 
 /** Users that exist: soft-deleted ones are invisible to every read. */
 function liveUsers(db: Reader) {
@@ -474,16 +474,25 @@ function liveUsers(db: Reader) {
 const liveUserById = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id));
 
 /**
- * A live user by id, or not_found. A string that cannot be a user id (D2: `usr_` and 26 Crockford
- * base32 characters) matches no user and is not read: it is not found either, but its value is not
+ * What every surface and command says of a user id that names no live user, so they all word it
+ * alike. A string that cannot be a user id (D2: `usr_` and 26 Crockford base32 characters) is not
  * repeated in the message, since it may be any size a request allows (a megabyte through gRPC, too
  * large for a status) or hold what PostgreSQL refuses (NUL). A well-formed id is 30 characters,
  * so echoing it stays short.
  */
-async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
-  if (!isId(id, 'usr')) throw notFound('User');
+export function userNotFound(id: string): DomainError {
+  return isId(id, 'usr') ? notFound('User', id) : notFound('User');
+}
+
+/**
+ * A live user by id, or not_found (userNotFound). A string that cannot be a user id matches no user
+ * and is not read. Everything that needs a user to exist asks here (the core, API keys, OAuth
+ * clients), so the answer and its wording are one.
+ */
+export async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
+  if (!isId(id, 'usr')) throw userNotFound(id);
   const [row] = await liveUserById(db, dialect, id);
-  if (!row) throw notFound('User', id);
+  if (!row) throw userNotFound(id);
   return row;
 }
 

@@ -3,7 +3,8 @@ import { ALL_SCOPES } from '../auth/scopes.js';
 import type { Config } from '../config/schema.js';
 import { iso } from '../domain/clock.js';
 import type { CoreDeps } from '../domain/context.js';
-import { notFound, Problems } from '../domain/errors.js';
+import { Problems } from '../domain/errors.js';
+import { liveUser } from '../domain/users.js';
 import { newId } from '../domain/ids.js';
 import { hasControlCharacter } from '../domain/validate.js';
 import type { Selectable } from 'kysely';
@@ -79,15 +80,7 @@ export class ClientService {
     if (scopes.length === 0) problems.add('scopes', 'at least one scope is required');
     problems.throwIfAny();
 
-    if (input.userId) {
-      const owner = await this.deps.store.db
-        .selectFrom('users')
-        .select('id')
-        .where('id', '=', input.userId)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!owner) throw notFound('User', input.userId);
-    }
+    if (input.userId) await liveUser(this.deps.store.db, this.deps.store.dialect, input.userId);
 
     const confidential = input.public !== true;
     const grants: GrantType[] = [];

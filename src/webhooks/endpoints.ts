@@ -2,7 +2,8 @@ import { type Actor, isAdmin } from '../domain/actor.js';
 import { iso, unixSeconds } from '../domain/clock.js';
 import { API_VERSION, type CoreDeps, inGivenTransaction, inTransaction, type Tx } from '../domain/context.js';
 import { conflict, DomainError, forbidden, notFound, unprocessable } from '../domain/errors.js';
-import { newEventId, newId } from '../domain/ids.js';
+import { isId, newEventId, newId } from '../domain/ids.js';
+import { userNotFound } from '../domain/users.js';
 import { signalOutbox } from '../store/outbox-signal.js';
 import type { Resolver } from './address-policy.js';
 import { type Envelope, envelope, EVENT_TYPES, isEventType } from './event-types.js';
@@ -129,13 +130,17 @@ export class WebhookEndpoints {
   async register(checked: CheckedEndpoint, given?: Tx): Promise<EndpointView & { secret: string }> {
     const { userId, url, events } = checked;
     return inGivenTransaction(this.deps, given, async (tx) => {
-      const user = await tx.db
-        .selectFrom('users')
-        .select('id')
-        .where('id', '=', userId)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      if (!user) throw unprocessable('user_id', `No user ${userId}.`, 'unknown_user');
+      // A field of the request naming no user: 422 on that field (as users' organization_id), worded
+      // as every other unknown user is.
+      const user = isId(userId, 'usr')
+        ? await tx.db
+            .selectFrom('users')
+            .select('id')
+            .where('id', '=', userId)
+            .where('deleted_at', 'is', null)
+            .executeTakeFirst()
+        : undefined;
+      if (!user) throw unprocessable('user_id', userNotFound(userId).message, 'unknown_user');
       const { count } = await tx.db
         .selectFrom('webhook_endpoints')
         .select((eb) => eb.fn.countAll<number>().as('count'))
