@@ -108,10 +108,12 @@ export class CommentService {
    * reader that missed their `comment.added` signals (the GraphQL subscriptions of an instance
    * whose broadcast was interrupted): like the signals, this tells only which comments exist and
    * where, never what they say, and each is then read with `get` as the viewer it is for, which
-   * applies the visibility rules exactly as for a signal heard live.
+   * applies the visibility rules exactly as for a signal heard live. A string that cannot be a post
+   * id names no post and is not read (as in `byIds`): a subscription may name any string, and one
+   * PostgreSQL refuses (NUL) must not fail the read for every other post.
    */
   async addedSince(postIds: readonly string[], sinceMs: number, limit: number): Promise<CommentAddedRef[]> {
-    const unique = [...new Set(postIds)];
+    const unique = [...new Set(postIds)].filter((id) => isId(id, 'pst'));
     const floor = idFloor('cmt', sinceMs);
     const found: CommentAddedRef[] = [];
     for (let i = 0; i < unique.length; i += POSTS_PER_QUERY) {

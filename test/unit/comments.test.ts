@@ -211,6 +211,12 @@ describe('CommentService', () => {
         added.slice(3).map((c) => c.id),
       );
       expect(await t.core.comments.addedSince([], from, 100)).toEqual([]);
+      // Strings that cannot be post ids name nothing and are not read: NUL, which PostgreSQL's
+      // guard refuses, fails neither the read nor the other posts'.
+      expect(ids(await t.core.comments.addedSince(['pst_\u0000x', '\u0000', a], from, 100))).toEqual([
+        added[2]!.id,
+        added[4]!.id,
+      ]);
     });
   });
 });

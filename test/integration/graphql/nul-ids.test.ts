@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CommentService } from '../../../src/domain/comments.js';
+import { DomainBus } from '../../../src/events/bus.js';
 import { authorWithPost, listeningAtrium } from './support.js';
-import { type Answer, type Credentials, runOver } from './transports.js';
+import { type Answer, type Credentials, runOver, wsClient } from './transports.js';
 
 /**
  * An id holding NUL, sent as a GraphQL variable. Until 2026-11-28 the answer depended on the engine:
@@ -31,6 +33,74 @@ describe('a NUL character in an id, over GraphQL', () => {
   const shape = (a: Answer) => ({
     data: a.data,
     codes: (a.errors ?? []).map((e) => e.extensions?.code),
+  });
+
+  /**
+   * `commentAdded` opens a stream for any postId (no read: a post published later starts
+   * delivering). The only read of the postId itself is the catch-up after a broadcast gap, which
+   * asks for the comments of every post subscribed on the instance at once. Until 2026-11-28 one
+   * subscription to an id with NUL made that read fail on PostgreSQL (the NUL guard), retried every
+   * 2 s for ever: no subscriber of that instance caught up again. SQLite read it and found nothing.
+   */
+  it('a commentAdded subscription to an id with NUL leaves the catch-up of the other posts whole', async () => {
+    const { atrium } = s;
+    const received = { nul: [] as string[], real: [] as string[] };
+    const client = wsClient(s.base, member);
+    const watch = (postId: string, into: string[]) =>
+      client.subscribe<{ commentAdded: { id: string } }>(
+        { query: 'subscription($p: ID!) { commentAdded(postId: $p) { id } }', variables: { p: postId } },
+        {
+          next: (v) => into.push(v.errors ? `error ${JSON.stringify(v.errors)}` : v.data!.commentAdded.id),
+          error: (err) => into.push(`error ${JSON.stringify(err)}`),
+          complete: () => into.push('complete'),
+        },
+      );
+    const until = async (what: string, done: () => boolean) => {
+      for (let i = 0; i < 250 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(done(), what).toBe(true);
+    };
+    const actor = { id: authorId, kind: 'user' as const, role: 'member' as const };
+    // A post of its own: the other tests expect theirs without comments.
+    const watched = (
+      await atrium.services.core.posts.create(actor, { title: 'Watched', body: 'b', authorId })
+    ).id;
+    const add = (core: Pick<typeof atrium.services.core, 'comments'>, body: string) =>
+      core.comments.add(actor, { body, authorId, postId: watched });
+    const stops = [watch('pst_\u0000x', received.nul), watch(watched, received.real)];
+    try {
+      // Both streams listening: a live comment reaches the real post's; a signal naming the NUL id
+      // (as a late copy would) reaches the other, which reads the comment it names as any event.
+      // Until one arrives, a subscription may not be listening yet.
+      let warm = await add(atrium.services.core, 'warm');
+      for (let i = 0; i < 50 && !received.real.includes(warm.id); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (!received.real.includes(warm.id)) warm = await add(atrium.services.core, `warm ${i}`);
+      }
+      await until('the real subscription listens', () => received.real.includes(warm.id));
+      received.real.length = 0;
+      const seen = () => received.nul.includes(warm.id);
+      for (let i = 0; i < 50 && !seen(); i++) {
+        atrium.services.bus.emit({ kind: 'comment.added', commentId: warm.id, postId: 'pst_\u0000x' });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await until('the NUL subscription listens', seen);
+
+      // A comment stored by another instance whose signal was lost (its own bus reaches no feed
+      // here), then that instance's announcement: every feed catches up from the store.
+      const elsewhere = new CommentService({ ...atrium.services.deps, bus: new DomainBus() });
+      const missed = await add({ comments: elsewhere }, 'missed');
+      await atrium.services.broadcast.publish('comment.added', {
+        missedSince: Date.parse(missed.createdAt) - 1_000,
+        from: 'another-instance',
+      });
+      await until('the missed comment caught up', () => received.real.includes(missed.id));
+      expect(received.real).toEqual([missed.id]);
+      // The NUL subscription stays open, hears nothing of another post, and met no error.
+      expect(received.nul.every((id) => id === warm.id)).toBe(true);
+    } finally {
+      for (const stop of stops) stop();
+      await client.dispose();
+    }
   });
 
   for (const transport of ['POST', 'WS'] as const) {
