@@ -81,16 +81,23 @@ const inProgress = () =>
 export class IdempotencyService {
   constructor(private readonly deps: CoreDeps) {}
 
-  /** Runs `work` once per (owner, key) within the retention time; repeats get the stored response. */
-  async execute(
+  /**
+   * Runs `work` once per (owner, key) within the retention time; repeats get the stored response.
+   * `check`, when given, runs for the request that does the work only: after its claim, before and
+   * outside the work's transaction (for checks that may take seconds, such as resolving a URL), its
+   * result handed to `work`. A repeat is answered without it, so a rule or a DNS answer that changed
+   * since cannot turn a replay into another answer; a check that fails releases the claim.
+   */
+  async execute<C = undefined>(
     claim: IdempotencyClaim,
-    work: (tx: Tx) => Promise<StoredResponse>,
+    work: (tx: Tx, checked: C) => Promise<StoredResponse>,
+    check?: () => Promise<C>,
   ): Promise<IdempotentOutcome> {
     // Each round either claims, decides, or saw the record change under it (released or taken over).
     for (let round = 0; round < 5; round++) {
       const now = this.deps.clock.now();
       const token = iso(now);
-      if (await this.claim(claim, now)) return this.run(claim, token, work);
+      if (await this.claim(claim, now)) return this.run(claim, token, work, check);
       const record = await this.db
         .selectFrom('idempotency_records')
         .selectAll()
@@ -102,7 +109,7 @@ export class IdempotencyService {
       const abandoned =
         record.state === 'in_progress' && now.getTime() - Date.parse(record.created_at) > IN_FLIGHT_LEASE_MS;
       if (expired || abandoned) {
-        if (await this.takeOver(claim, record.created_at, now)) return this.run(claim, token, work);
+        if (await this.takeOver(claim, record.created_at, now)) return this.run(claim, token, work, check);
         continue;
       }
       if (record.request_hash !== claim.fingerprint) {
@@ -166,14 +173,16 @@ export class IdempotencyService {
     return Number(res.numUpdatedRows) === 1;
   }
 
-  private async run(
+  private async run<C>(
     claim: IdempotencyClaim,
     token: string,
-    work: (tx: Tx) => Promise<StoredResponse>,
+    work: (tx: Tx, checked: C) => Promise<StoredResponse>,
+    check: (() => Promise<C>) | undefined,
   ): Promise<IdempotentOutcome> {
     try {
+      const checked = check ? await check() : (undefined as C);
       return await inTransaction(this.deps, async (tx) => {
-        const response = await work(tx);
+        const response = await work(tx, checked);
         const done = await tx.db
           .updateTable('idempotency_records')
           .set({

@@ -16,20 +16,24 @@ import { actorOf } from './orders/common.js';
  * a repeat gets the stored answer with `Idempotent-Replayed: true`, another path or body with the
  * same key 422 `idempotency_key_reused`, a repeat of an unfinished one 409 `idempotency_in_progress`.
  * Only successes are stored: a thrown error releases the key.
+ *
+ * `check` is for a route's checks that must not run inside a transaction (a URL resolved): it runs
+ * only for a request that is processed, its result handed to `work`; a replay answers without it.
  */
-export async function sendIdempotent(
+export async function sendIdempotent<C = undefined>(
   services: Services,
   request: FastifyRequest,
   reply: FastifyReply,
-  work: (tx: Tx | undefined) => Promise<StoredResponse>,
+  work: (tx: Tx | undefined, checked: C) => Promise<StoredResponse>,
+  check?: () => Promise<C>,
 ): Promise<FastifyReply> {
   const key = checkIdempotencyKey(request.headers['idempotency-key']);
   let outcome: StoredResponse & { replayed?: boolean };
   if (key === undefined) {
-    outcome = await work(undefined);
+    outcome = await work(undefined, check ? await check() : (undefined as C));
   } else {
     const claim = { ownerId: actorOf(request).id, key, fingerprint: requestFingerprint(request) };
-    outcome = await services.core.idempotency.execute(claim, (tx) => work(tx));
+    outcome = await services.core.idempotency.execute(claim, (tx, checked: C) => work(tx, checked), check);
     if (outcome.replayed) reply.header('idempotent-replayed', 'true');
   }
   return reply.code(outcome.status).headers(outcome.headers).send(outcome.body);

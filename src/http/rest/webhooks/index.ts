@@ -69,12 +69,18 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     },
     async (request, reply) => {
       const { url, events, user_id } = request.body;
-      // Checked (the URL resolved) before any transaction; registered in the idempotent one.
-      const checked = await endpoints.checkNew(actorOf(request), { url, events, userId: user_id });
-      return sendIdempotent(services, request, reply, async (tx) => {
-        const created = await endpoints.register(checked, tx);
-        return { status: 201, body: created, headers: { location: `${BASE}/${created.id}` } };
-      });
+      // Checked (the URL resolved) outside any transaction, and only for a request that is processed:
+      // a replay answers what the first request was answered, whatever the URL resolves to now.
+      return sendIdempotent(
+        services,
+        request,
+        reply,
+        async (tx, checked) => {
+          const created = await endpoints.register(checked, tx);
+          return { status: 201, body: created, headers: { location: `${BASE}/${created.id}` } };
+        },
+        () => endpoints.checkNew(actorOf(request), { url, events, userId: user_id }),
+      );
     },
   );
 
