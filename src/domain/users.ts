@@ -505,9 +505,9 @@ const liveUserByIdForUpdate = fixedQuery((db, id: string) => liveUsers(db).where
  */
 async function lockedLiveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
   if (dialect !== 'postgres') return liveUser(db, dialect, id);
-  if (!isId(id, 'usr')) throw notFound('User');
+  if (!isId(id, 'usr')) throw userNotFound(id);
   const [row] = await liveUserByIdForUpdate(db, dialect, id);
-  if (!row) throw notFound('User', id);
+  if (!row) throw userNotFound(id);
   return row;
 }
 
