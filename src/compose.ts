@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { ApiKeyService } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
-import type { Config } from './config/schema.js';
+import { atBoundPort, awaitsBoundPort, type Config } from './config/schema.js';
 import { type Clock, systemClock } from './domain/clock.js';
 import type { CoreDeps } from './domain/context.js';
 import { type Core, createCore } from './domain/core.js';
@@ -29,6 +29,7 @@ import { connectRedis, refuseMissingDatabase } from './shared/redis-connection.j
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
+import { claimPort } from './process/port-claim.js';
 import { checksFor, type ReadinessCheck } from './process/readiness.js';
 import { firstContact } from './store/first-contact.js';
 import { StoreOutageLog } from './store/outage-log.js';
@@ -240,11 +241,31 @@ export interface Atrium {
 
 /** The composition root: one process serving the given roles. */
 export async function createAtrium(
-  config: Config,
+  configured: Config,
   roles: readonly ServerRole[] = SERVER_ROLES,
   options: ServicesOptions = {},
 ): Promise<Atrium> {
-  const services = await createServices(config, options);
+  // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
+  const wantsHttp = roles.length > 0;
+  // PORT=0 with PUBLIC_URL or AUTH_URL left to their default: the port is bound before anything is
+  // built, so the issuer, discovery and the OpenAPI servers name it from the start, the same for
+  // the life of the process, and the HTTP server listens on that very socket.
+  const claim =
+    wantsHttp && awaitsBoundPort(configured)
+      ? await claimPort(configured.host).catch((err: unknown) => {
+          throw listenRefusal(err, {
+            host: configured.host,
+            port: 0,
+            portSetting: 'PORT',
+            hostSetting: 'HOST',
+          });
+        })
+      : undefined;
+  const config = claim ? atBoundPort(configured, claim.port) : configured;
+  const services = await createServices(config, options).catch(async (err: unknown) => {
+    await claim?.release();
+    throw err;
+  });
   let http: FastifyInstance | undefined;
   let httpDrain: HttpDrain | undefined;
   // Loaded only for the grpc role: the CLI's one-shot commands do not pay for grpc-js at start.
@@ -252,8 +273,6 @@ export async function createAtrium(
     ? (await import('./grpc/server.js')).createGrpcServer(services)
     : undefined;
   try {
-    // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
-    const wantsHttp = roles.length > 0;
     if (wantsHttp) {
       http = createHttpApp({
         config,
@@ -280,6 +299,7 @@ export async function createAtrium(
     }
   } catch (err) {
     await closeServices(services);
+    await claim?.release();
     throw err;
   }
 
@@ -300,7 +320,8 @@ export async function createAtrium(
           })
         : undefined;
       if (!http) return grpcAddress ? { grpcAddress } : {};
-      const address = await http.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+      const at = { host: config.host, port: config.port, ...claim?.handOver() };
+      const address = await http.listen(at).catch((err: unknown) => {
         throw listenRefusal(err, {
           host: config.host,
           port: config.port,
@@ -347,6 +368,7 @@ export async function createAtrium(
         // outlasts its pluginTimeout, 10 s).
         const surfaces = await Promise.allSettled([http?.close(), grpc?.close()]);
         await closeServices(services);
+        await claim?.release();
         for (const s of surfaces) if (s.status === 'rejected') throw s.reason;
       })();
       return closed;

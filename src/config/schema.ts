@@ -142,6 +142,28 @@ function postgresUrlProblem(raw: string): string | undefined {
   return undefined;
 }
 
+/** The address PUBLIC_URL (and so AUTH_URL) defaults to: this process's own, HOST and PORT. */
+function ownUrl(host: string, port: number): string {
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * PORT=0 leaves the port to the system, and a PUBLIC_URL or AUTH_URL left to its default would
+ * advertise port 0 (the token issuer, discovery, the OpenAPI servers), which no client can reach:
+ * such a configuration must learn its port before the services that advertise it are built.
+ */
+export function awaitsBoundPort(config: Config): boolean {
+  const unbound = ownUrl(config.host, 0);
+  return config.port === 0 && (config.publicUrl === unbound || config.authUrl === unbound);
+}
+
+/** The configuration once HTTP holds its port: the defaulted URLs name that port, the others stay. */
+export function atBoundPort(config: Config, port: number): Config {
+  const unbound = ownUrl(config.host, config.port);
+  const follow = (u: string) => (u === unbound ? ownUrl(config.host, port) : u);
+  return { ...config, port, publicUrl: follow(config.publicUrl), authUrl: follow(config.authUrl) };
+}
+
 /**
  * PORT and GRPC_PORT are one process's two listeners when it serves gRPC (HTTP always listens):
  * the same port for both is a setting that cannot work, refused before anything starts rather than
@@ -200,7 +222,7 @@ export const VARIABLES: VariableSpec[] = [
   },
   {
     name: 'PUBLIC_URL',
-    default: 'http://HOST:PORT',
+    default: 'http://HOST:PORT (with PORT=0, the port bound)',
     accepts: 'an absolute http(s) URL',
     meaning: '{base_url}',
   },
@@ -323,10 +345,9 @@ export function parseConfig(env: Env): Config {
   const nodeEnv = nodeEnvRaw as NodeEnv;
 
   const host = get('HOST') ?? '127.0.0.1';
-  const hostForUrl = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   // The URL check catches what the characters alone allow (256.1.1.1, a bad IPv6 form); without it
   // the error would name PUBLIC_URL, which the user never set.
-  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host) || !URL.canParse(`http://${hostForUrl}`))
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host) || !URL.canParse(ownUrl(host, 0)))
     throw new ConfigError('HOST', 'an interface address or host name', host);
   const port = int('PORT', get('PORT') ?? '3000', 'an integer port 0-65535', isPort);
   const grpcPort = int('GRPC_PORT', get('GRPC_PORT') ?? '50051', 'an integer port 0-65535', isPort);
@@ -351,10 +372,7 @@ export function parseConfig(env: Env): Config {
   const redisRaw = get('REDIS_URL');
   const redisUrl = redisRaw === undefined ? undefined : redisUrlChecked(redisRaw);
 
-  const publicUrl = url('PUBLIC_URL', get('PUBLIC_URL') ?? `http://${hostForUrl}:${port}`, [
-    'http:',
-    'https:',
-  ]);
+  const publicUrl = url('PUBLIC_URL', get('PUBLIC_URL') ?? ownUrl(host, port), ['http:', 'https:']);
   const authUrl = url('AUTH_URL', get('AUTH_URL') ?? publicUrl, ['http:', 'https:']);
 
   const signingRaw = (get('TOKEN_SIGNING') ?? 'rs256').toLowerCase();

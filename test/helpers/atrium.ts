@@ -50,7 +50,8 @@ export async function startTestAtrium(
   }
   return {
     ...atrium,
-    config,
+    // As served: with PORT=0 the URLs derived from it name the port bound (src/compose.ts).
+    config: atrium.services.config,
     database,
     async caller(opts = {}) {
       counter += 1;

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, refuseSharedPort, VARIABLES } from '../../src/config/schema.js';
+import {
+  atBoundPort,
+  awaitsBoundPort,
+  ConfigError,
+  parseConfig,
+  refuseSharedPort,
+  VARIABLES,
+} from '../../src/config/schema.js';
 
 const failure = (env: Record<string, string>) => {
   try {
@@ -37,6 +44,32 @@ describe('configuration', () => {
     const c = parseConfig({ HOST: '0.0.0.0', PORT: '8080', PUBLIC_URL: 'https://api.example.com/' });
     expect(c.publicUrl).toBe('https://api.example.com');
     expect(c.authUrl).toBe('https://api.example.com');
+  });
+
+  it('with PORT=0, has the URLs left to their default name the port bound, and only those', () => {
+    const bound = (env: Record<string, string>) => {
+      const c = parseConfig({ PORT: '0', ...env });
+      return awaitsBoundPort(c) ? atBoundPort(c, 41234) : c;
+    };
+    expect(bound({})).toMatchObject({
+      port: 41234,
+      publicUrl: 'http://127.0.0.1:41234',
+      authUrl: 'http://127.0.0.1:41234',
+    });
+    expect(bound({ HOST: '::1' })).toMatchObject({
+      publicUrl: 'http://[::1]:41234',
+      authUrl: 'http://[::1]:41234',
+    });
+    expect(bound({ AUTH_URL: 'https://auth.example.com' })).toMatchObject({
+      publicUrl: 'http://127.0.0.1:41234',
+      authUrl: 'https://auth.example.com',
+    });
+    expect(bound({ PUBLIC_URL: 'https://api.example.com' })).toMatchObject({
+      port: 0,
+      publicUrl: 'https://api.example.com',
+      authUrl: 'https://api.example.com',
+    });
+    expect(awaitsBoundPort(parseConfig({ PORT: '3000' }))).toBe(false);
   });
 
   it('turns off private webhook targets in production unless asked', () => {
