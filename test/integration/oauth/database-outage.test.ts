@@ -24,6 +24,7 @@ import {
   pkce,
   REDIRECT,
   type OAuthTestServer,
+  clientCredentialsTokens,
 } from './support.js';
 
 const skip = await postgresMissing();
@@ -150,18 +151,7 @@ describe.skipIf(skip !== undefined)('the token server log while PostgreSQL is un
   });
   afterAll(() => behind?.stop());
 
-  const grant = async () =>
-    oauth.processClientCredentialsResponse(
-      as,
-      { client_id: client.client_id },
-      await oauth.clientCredentialsGrantRequest(
-        as,
-        { client_id: client.client_id },
-        oauth.ClientSecretBasic(client.client_secret),
-        { scope: 'profile:read' },
-        insecure,
-      ),
-    );
+  const grant = () => clientCredentialsTokens(as, client);
 
   it('logs the outage once, with its code and no stack, and its end once', async () => {
     expect((await grant()).access_token).toBeTruthy();

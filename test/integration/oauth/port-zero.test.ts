@@ -16,6 +16,7 @@ import {
   pkce,
   REDIRECT,
   userWithPassword,
+  clientCredentialsTokens,
 } from './support.js';
 
 /**
@@ -71,17 +72,7 @@ describe('PORT=0 without PUBLIC_URL', () => {
 
     it('issues tokens whose iss and aud are that address, which it accepts back', async () => {
       const as = await discover(served.url!);
-      const tokens = await oauth.processClientCredentialsResponse(
-        as,
-        { client_id: client.client_id },
-        await oauth.clientCredentialsGrantRequest(
-          as,
-          { client_id: client.client_id },
-          oauth.ClientSecretBasic(client.client_secret),
-          { scope: 'profile:read' },
-          insecure,
-        ),
-      );
+      const tokens = await clientCredentialsTokens(as, client);
       const profileUrl = `${served.url}/api/user/profile`;
       const bearer = { authorization: `Bearer ${tokens.access_token}` };
       // Signature from the discovered JWKS, iss against the discovered issuer, aud the API's address.

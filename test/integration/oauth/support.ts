@@ -50,6 +50,26 @@ export async function discover(server: OAuthTestServer): Promise<oauth.Authoriza
   );
 }
 
+/** A client-credentials grant as oauth4webapi makes one (client_secret_basic), processed. */
+export async function clientCredentialsTokens(
+  as: oauth.AuthorizationServer,
+  client: { client_id: string; client_secret: string },
+  scope = 'profile:read',
+): Promise<oauth.TokenEndpointResponse> {
+  const id = { client_id: client.client_id };
+  return oauth.processClientCredentialsResponse(
+    as,
+    id,
+    await oauth.clientCredentialsGrantRequest(
+      as,
+      id,
+      oauth.ClientSecretBasic(client.client_secret),
+      { scope },
+      insecure,
+    ),
+  );
+}
+
 /** The redirect URI the tests' apps register. */
 export const REDIRECT = 'https://app.example.com/cb';
 
