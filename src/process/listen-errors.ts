@@ -13,7 +13,8 @@ export interface ListenTarget {
 }
 
 /**
- * A listen the system refuses (the port taken, the address not this machine's, a privileged port)
+ * A listen the system refuses (the port taken, the address not this machine's or a name that does
+ * not resolve, a privileged port)
  * is fixed by changing a setting, so it stops the start as that setting's error, naming the
  * variable, like every other bad setting. grpc-js reports the cause only inside its message text.
  */
@@ -32,6 +33,10 @@ export function listenRefusal(err: unknown, target: ListenTarget): unknown {
   }
   if (is('EADDRNOTAVAIL')) {
     return new ConfigError(hostSetting, `an address of this machine (EADDRNOTAVAIL)`, host);
+  }
+  // A host name that does not resolve: Node's getaddrinfo codes, or grpc-js's words for the same.
+  if (is('ENOTFOUND') || is('EAI_AGAIN') || text.includes('Name resolution failed')) {
+    return new ConfigError(hostSetting, `an address of this machine or a name that resolves to one`, host);
   }
   if (is('EACCES')) {
     return new ConfigError(

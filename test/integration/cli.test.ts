@@ -7,6 +7,7 @@ import { serve } from '../helpers/serve.js';
 import { runBuiltCli, runCli } from '../helpers/cli.js';
 import { ensureBuilt } from '../helpers/build.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
+import { freePort } from '../helpers/ports.js';
 import { TEST_REDIS_URL } from '../helpers/redis.js';
 
 /**
@@ -550,7 +551,7 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(served.stderr()).not.toContain('no worker role');
   });
 
-  it('stops serve with one line naming PORT, GRPC_PORT or HOST when the system refuses the address', async () => {
+  it('stops serve with one line naming PORT, GRPC_PORT or HOST when the system refuses the address or cannot resolve HOST', async () => {
     const { createServer } = await import('node:net');
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -594,5 +595,17 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     const host = refusal(await runCli(['serve', '--role', 'api'], { ...env, HOST: '192.0.2.1', PORT: '0' }));
     expect(host).toMatchObject({ error: 'invalid_configuration', variable: 'HOST' });
     expect(host.message).toContain('EADDRNOTAVAIL');
+    // A name that never resolves (RFC 6761's .invalid): HTTP binding it first with PORT=0, gRPC
+    // with a fixed PORT (grpc-js words it "Name resolution failed"); HOST's error either way.
+    for (const [roles, ports] of [
+      ['api', { PORT: '0' }],
+      ['api,grpc', { PORT: String(await freePort()), GRPC_PORT: '0' }],
+    ] as const) {
+      const unresolved = refusal(
+        await runCli(['serve', '--role', roles], { ...env, HOST: 'no-such-host.invalid', ...ports }),
+      );
+      expect(unresolved, roles).toMatchObject({ error: 'invalid_configuration', variable: 'HOST' });
+      expect(unresolved.message).toContain('a name that resolves');
+    }
   });
 });
