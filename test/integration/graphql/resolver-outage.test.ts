@@ -194,8 +194,8 @@ function resolverOutageCases(env: () => OutageEnv) {
   });
 
   it('graphql-ws: a query and a mutation on an open connection; then both succeed on it', async () => {
-    // Not lazy: one connection for every operation, whose credentials connection_init checked
-    // while the database answered (a lazy client would connect again, and be refused with 1013).
+    // Not lazy: one connection for every operation. Each operation's credentials are checked again,
+    // as a POST's are; the outage starts once that check has answered, so the resolver meets it.
     const client = createWsClient({
       url: `${env().base.replace(/^http/, 'ws')}/graphql`,
       webSocketImpl: WebSocket,
@@ -206,21 +206,53 @@ function resolverOutageCases(env: () => OutageEnv) {
     try {
       expect((await overWs(client, { query: POSTS })).data).toBeDefined();
       const op = create('Over WebSocket');
-      await inOutage(async () => {
-        await env().start();
-        for (const [answer, path] of [
-          [await overWs(client, { query: POSTS }), 'posts'],
-          [await overWs(client, op), 'createPost'],
-        ] as const) {
+      for (const [operation, path] of [
+        [{ query: POSTS }, 'posts'],
+        [op, 'createPost'],
+      ] as const) {
+        await inOutage(async () => {
+          env().switch.then = () => env().start(true);
+          const answer = await overWs(client, operation);
+          expect(env().switch.then).toBeUndefined();
           expect(answer.data).toBeNull();
           expect(answer.errors).toEqual([unavailableAt([path])]);
           noStorageText(answer);
-        }
-      });
+        });
+      }
       expect((await overWs(client, { query: POSTS })).data).toMatchObject({
         posts: { totalCount: expect.any(Number) },
       });
       expect((await overWs(client, op)).data).toEqual(created('Over WebSocket'));
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('graphql-ws: an operation whose credential check meets the outage is SERVICE_UNAVAILABLE, not UNAUTHENTICATED; the socket stays', async () => {
+    const client = createWsClient({
+      url: `${env().base.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: credentials,
+      retryAttempts: 0,
+      lazy: false,
+    });
+    try {
+      expect((await overWs(client, { query: '{ me { id } }' })).data).toEqual({ me: { id: authorId } });
+      await inOutage(async () => {
+        await env().start();
+        for (let i = 0; i < 2; i++) {
+          const answer = await overWs(client, { query: '{ me { id } }' });
+          expect(answer.data).toBeUndefined();
+          expect(answer.errors).toEqual([
+            {
+              message: STORE_UNAVAILABLE_MESSAGE,
+              extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 1 },
+            },
+          ]);
+          noStorageText(answer);
+        }
+      }, 2);
+      expect((await overWs(client, { query: '{ me { id } }' })).data).toEqual({ me: { id: authorId } });
     } finally {
       await client.dispose();
     }
