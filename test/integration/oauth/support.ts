@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../../../src/domain/clock.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { freePort } from '../../helpers/ports.js';
 import { forSuite } from '../../helpers/suite.js';
 
 export interface OAuthTestServer {
@@ -19,14 +18,10 @@ export async function startOAuthServer(
   env: Record<string, string> = {},
   clock?: Clock,
 ): Promise<OAuthTestServer> {
-  const port = await freePort();
-  const atrium = await startTestAtrium(
-    { PORT: String(port), HOST: '127.0.0.1', ...env },
-    undefined,
-    clock ? { clock } : {},
-  );
-  await atrium.listen();
-  const url = `http://127.0.0.1:${port}`;
+  // The port is the service's to pick (PORT=0, D26): the issuer, discovery and the sign-in form then
+  // name the address it listens on, as they would for a user starting it so.
+  const atrium = await startTestAtrium({ HOST: '127.0.0.1', ...env }, undefined, clock ? { clock } : {});
+  const url = (await atrium.listen()).httpUrl!;
   return { atrium, url, stop: () => atrium.stop() };
 }
 
