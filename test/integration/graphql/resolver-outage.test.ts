@@ -110,6 +110,19 @@ function resolverOutageCases(env: () => OutageEnv) {
   });
 
   /**
+   * One graphql-ws connection with the test user's key, opened at once (not lazy) and kept for every
+   * operation of a test: its connection_init is checked while the database answers.
+   */
+  const openSocket = () =>
+    createWsClient({
+      url: `${env().base.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: credentials,
+      retryAttempts: 0,
+      lazy: false,
+    });
+
+  /**
    * Runs `during` in an outage, ends it, and checks it was logged as one outage (one warning, no
    * stack) and its end as one line standing for `failures` failures.
    */
@@ -194,15 +207,9 @@ function resolverOutageCases(env: () => OutageEnv) {
   });
 
   it('graphql-ws: a query and a mutation on an open connection; then both succeed on it', async () => {
-    // Not lazy: one connection for every operation. Each operation's credentials are checked again,
-    // as a POST's are; the outage starts once that check has answered, so the resolver meets it.
-    const client = createWsClient({
-      url: `${env().base.replace(/^http/, 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: credentials,
-      retryAttempts: 0,
-      lazy: false,
-    });
+    // Each operation's credentials are checked again, as a POST's are; the outage starts once that
+    // check has answered, so the resolver meets it.
+    const client = openSocket();
     try {
       expect((await overWs(client, { query: POSTS })).data).toBeDefined();
       const op = create('Over WebSocket');
@@ -229,13 +236,7 @@ function resolverOutageCases(env: () => OutageEnv) {
   });
 
   it('graphql-ws: an operation whose credential check meets the outage is SERVICE_UNAVAILABLE, not UNAUTHENTICATED; the socket stays', async () => {
-    const client = createWsClient({
-      url: `${env().base.replace(/^http/, 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: credentials,
-      retryAttempts: 0,
-      lazy: false,
-    });
+    const client = openSocket();
     try {
       expect((await overWs(client, { query: '{ me { id } }' })).data).toEqual({ me: { id: authorId } });
       await inOutage(async () => {
