@@ -239,23 +239,16 @@ export class UserService {
     return mayViewEmail(viewer, user) ? user.email : null;
   }
 
-  /**
-   * The organizations `viewer` may see users' membership of (D19: its members or an admin), for a
-   * surface that lists other users with their organization id: `null` means every one (an admin).
-   */
-  async visibleOrganizations(
-    viewer: Viewer,
-    seen?: RequestUsers | null,
-  ): Promise<ReadonlySet<string> | null> {
-    if (viewer !== null && isAdmin(viewer)) return null;
-    if (viewer?.kind !== 'user') return new Set();
-    const own = (await this.get(viewer.id, seen)).organizationId;
-    return new Set(mayReadOrganization(viewer, own, own) ? [own] : []);
+  /** The viewer's own organization (a user's), as mayReadOrganization takes it; null for a client. */
+  async organizationOf(viewer: Viewer, seen?: RequestUsers | null): Promise<string | null> {
+    return viewer?.kind === 'user' ? (await this.get(viewer.id, seen)).organizationId : null;
   }
 
-  /** `user`'s organization id where `visible` (from visibleOrganizations) shows it, else null. */
-  visibleOrganizationId(visible: ReadonlySet<string> | null, user: User): string | null {
-    return visible === null || visible.has(user.organizationId) ? user.organizationId : null;
+  /** `user`'s organization id as `viewer` may see it (D19: its members or an admin), else null. */
+  visibleOrganizationId(viewer: Viewer, viewerOrganizationId: string | null, user: User): string | null {
+    return mayReadOrganization(viewer, viewerOrganizationId, user.organizationId)
+      ? user.organizationId
+      : null;
   }
 
   /** REST `PATCH /v1/users/{id}`: admins only. */
@@ -297,7 +290,7 @@ export class UserService {
     return inTransaction(this.deps, async (tx) => {
       // Locked: the response and the event are built from this row, so a concurrent update or
       // delete must wait for this one (or this one for it) instead of being written over unseen.
-      const current = await lockedLiveUser(tx.db, this.deps.store.dialect, id);
+      const current = await liveUser(tx.db, this.deps.store.dialect, id, true);
       const changedColumns = (Object.keys(patch) as (keyof UserRow)[]).filter((k) => patch[k] !== current[k]);
       if (changedColumns.length === 0) return toUser(current);
       const changes = Object.fromEntries(changedColumns.map((k) => [k, patch[k]])) as Partial<UserRow>;
@@ -331,7 +324,7 @@ export class UserService {
   async delete(actor: Actor, id: string): Promise<{ id: string; deletedAt: string }> {
     assertMayDeleteUser(actor);
     return inTransaction(this.deps, async (tx) => {
-      await lockedLiveUser(tx.db, this.deps.store.dialect, id);
+      await liveUser(tx.db, this.deps.store.dialect, id, true);
       const now = iso(this.deps.clock.now());
       await tx.db
         .updateTable('users')
@@ -387,7 +380,7 @@ export class UserService {
     if (!isAdmin(actor) && actor.id !== id) throw forbidden('You may verify only your own email.');
     return inGivenTransaction(this.deps, given, async (tx) => {
       // Locked, so of concurrent verifications only the first sees the email unverified.
-      const current = await lockedLiveUser(tx.db, this.deps.store.dialect, id);
+      const current = await liveUser(tx.db, this.deps.store.dialect, id, true);
       const now = iso(this.deps.clock.now());
       const verifiedAt = current.email_verified_at ?? now;
       await tx.db
@@ -484,29 +477,23 @@ export function userNotFound(id: string): DomainError {
   return isId(id, 'usr') ? notFound('User', id) : notFound('User');
 }
 
-/**
- * A live user by id, or not_found (userNotFound). A string that cannot be a user id matches no user
- * and is not read. Everything that needs a user to exist asks here (the core, API keys, OAuth
- * clients), so the answer and its wording are one.
- */
-export async function liveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
-  if (!isId(id, 'usr')) throw userNotFound(id);
-  const [row] = await liveUserById(db, dialect, id);
-  if (!row) throw userNotFound(id);
-  return row;
-}
-
 const liveUserByIdForUpdate = fixedQuery((db, id: string) => liveUsers(db).where('id', '=', id).forUpdate());
 
 /**
- * `liveUser` for a read-then-write in a transaction. PostgreSQL locks the row until the transaction
- * ends; a writer that waited for it reads the row as committed, and finds no live user if it was
- * deleted meanwhile. SQLite has no FOR UPDATE and needs none: it runs one transaction at a time.
+ * A live user by id, or not_found (userNotFound). A string that cannot be a user id matches no user
+ * and is not read. Everything that needs a user to exist asks here (the core, API keys, OAuth
+ * clients), so the answer and its wording are one. With `lock`, for a read-then-write in a
+ * transaction, PostgreSQL holds the row until the transaction ends: a writer that waited for it reads
+ * the row as committed, and finds no live user if it was deleted meanwhile. SQLite has no FOR UPDATE
+ * and needs none: its transactions take the write lock as they begin.
  */
-async function lockedLiveUser(db: Reader, dialect: Dialect, id: string): Promise<UserRow> {
-  if (dialect !== 'postgres') return liveUser(db, dialect, id);
+export async function liveUser(db: Reader, dialect: Dialect, id: string, lock = false): Promise<UserRow> {
   if (!isId(id, 'usr')) throw userNotFound(id);
-  const [row] = await liveUserByIdForUpdate(db, dialect, id);
+  const [row] = await (lock && dialect === 'postgres' ? liveUserByIdForUpdate : liveUserById)(
+    db,
+    dialect,
+    id,
+  );
   if (!row) throw userNotFound(id);
   return row;
 }

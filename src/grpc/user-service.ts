@@ -44,7 +44,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
         core.users.pageProblems({ role, cursor }, problems).throwIfAny();
         let remaining = request.limit > 0 ? request.limit : Infinity;
         let viewer = ctx.actor;
-        let organizations = await core.users.visibleOrganizations(viewer, ctx.users);
+        let own = await core.users.organizationOf(viewer, ctx.users);
         while (remaining > 0 && !ctx.signal.aborted) {
           const page = await core.users.page(viewer, {
             role,
@@ -57,7 +57,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
               toUserMessage(
                 user,
                 core.users.visibleEmail(viewer, user),
-                core.users.visibleOrganizationId(organizations, user),
+                core.users.visibleOrganizationId(viewer, own, user),
               ),
             );
             cursor = user.id;
@@ -67,7 +67,7 @@ export function userServiceHandlers(pipeline: CallPipeline, deps: UserServiceDep
           // A long stream outlives a role: each page is read as the caller is now, so an admin
           // demoted (or a key revoked) mid-stream stops seeing what the old role showed.
           viewer = await ctx.recheck();
-          organizations = await core.users.visibleOrganizations(viewer);
+          own = await core.users.organizationOf(viewer);
         }
       },
       { endOnDrain: false },
