@@ -9,7 +9,13 @@ import {
   type GraphQLSchema,
   type OperationTypeNode,
 } from 'graphql';
-import { createYoga, type GraphiQLOptions, type YogaServerInstance } from 'graphql-yoga';
+import {
+  createYoga,
+  type GraphiQLOptions,
+  handleStreamOrSingleExecutionResult,
+  type Plugin,
+  type YogaServerInstance,
+} from 'graphql-yoga';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
@@ -152,7 +158,7 @@ function parseFailed(err: unknown): unknown {
  * GraphQL over HTTP answers 200 (docs/graphql.md, Errors).
  */
 function maskError(services: Services) {
-  return (error: unknown): Error => {
+  return (error: unknown, requestId?: string): Error => {
     const mapped = toGraphQLError(error);
     if (mapped instanceof GraphQLError) {
       const original = mapped.originalError;
@@ -163,7 +169,7 @@ function maskError(services: Services) {
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
     const located = mapped instanceof GraphQLError ? mapped : undefined;
     if (services.storeOutage.unreachable(cause)) return storeUnavailableError(located);
-    services.logger.error({ err: cause }, 'graphql operation failed');
+    services.logger.error({ err: cause, reqId: requestId }, 'graphql operation failed');
     return new GraphQLError('Unexpected error.', {
       nodes: located?.nodes,
       source: located?.source,
@@ -171,6 +177,38 @@ function maskError(services: Services) {
       path: located?.path,
       extensions: { code: 'INTERNAL_SERVER_ERROR' },
     });
+  };
+}
+
+/**
+ * The same masking as Yoga's, run inside the operation where its context (and so its request id)
+ * is known: Yoga's own `maskError` sees only the error, so its log line could not say which request
+ * failed, and it runs after every other plugin, so the observer's operation line recorded the
+ * unmasked error (`codes: [null]`) rather than the code the client saw. It must come before the
+ * observer; Yoga's pass then finds every error already masked and leaves it as it is.
+ */
+function maskInOperation(mask: (error: unknown, requestId?: string) => Error): Plugin {
+  const requestIdOf = (args: ExecutionArgs) =>
+    (args.contextValue as { requestId?: string } | undefined)?.requestId;
+  const masking =
+    (requestId: string | undefined) =>
+    ({ result, setResult }: { result: ExecutionResult; setResult(r: ExecutionResult): void }) => {
+      if (!result.errors?.length) return;
+      setResult({ ...result, errors: result.errors.map((e) => mask(e, requestId) as GraphQLError) });
+    };
+  return {
+    onExecute({ args }) {
+      const handle = masking(requestIdOf(args));
+      return { onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, handle) };
+    },
+    onSubscribe({ args }) {
+      const requestId = requestIdOf(args);
+      const handle = masking(requestId);
+      return {
+        onSubscribeResult: (payload) => handleStreamOrSingleExecutionResult(payload, handle),
+        onSubscribeError: ({ error, setError }) => setError(mask(error, requestId)),
+      };
+    },
   };
 }
 
@@ -290,6 +328,7 @@ export function createPipeline(
       subscriptionByGetPlugin,
       subscriptionByPostPlugin(),
       observer.httpPlugin,
+      maskInOperation(mask),
       // Before the budget plugin: its early stop ends the hooks that follow it.
       observer.plugin,
       ...pipelinePlugins({
@@ -415,7 +454,7 @@ export function createPipeline(
         : execute())) as ExecutionResult;
     } catch (err) {
       // As Yoga answers an execution that throws (the budget's store failing, say): masked.
-      const masked = mask(err);
+      const masked = mask(err, http.req.id);
       return { errors: [masked instanceof GraphQLError ? masked : new GraphQLError(masked.message)] };
     }
   }
