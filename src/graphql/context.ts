@@ -17,6 +17,11 @@ export interface GraphQLContext {
    */
   loaders: Loaders;
   requestId: string;
+  /**
+   * graphql-ws only: the `id` the client gave the operation's `subscribe` message. `requestId` is
+   * then the connection's, shared by all of its operations; this tells them apart in the log.
+   */
+  operationId?: string | undefined;
   /** Aborted when the client goes away or the deadline passes. */
   signal?: AbortSignal | undefined;
   /** What the complexity budget counts against: the caller's identity, or `anon:<address>`. */
@@ -36,6 +41,7 @@ export interface ContextExtras {
   address?: string | undefined;
   commentFeed?: CommentFeed | undefined;
   recheck?: (() => Promise<Principal | null>) | undefined;
+  operationId?: string | undefined;
 }
 
 export function createContext(
@@ -50,6 +56,7 @@ export function createContext(
     principal,
     loaders: createLoaders(services, principal),
     requestId,
+    ...(extras.operationId === undefined ? {} : { operationId: extras.operationId }),
     signal,
     // Per user, as the spec's "complexity budget per user" says: all of a user's keys and tokens
     // spend from one budget (rate limits, unlike it, count per key). A client acting for itself is

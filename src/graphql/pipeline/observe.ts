@@ -54,7 +54,7 @@ const codesOf = (errors: readonly GraphQLError[] | undefined) =>
   errors?.length ? errors.map((e) => (e.extensions?.code as string | undefined) ?? null) : undefined;
 
 /** What the stream transports put in the initial context (see pipeline.ts). */
-type StreamCaller = { transport: 'ws' | 'sse'; requestId: string };
+type StreamCaller = { transport: 'ws' | 'sse'; requestId: string; operationId?: string | undefined };
 type Observed = {
   caller?: StreamCaller;
   /** Set by the direct POST path (../transports/direct-post.ts): the answer did not go through Yoga. */
@@ -78,6 +78,7 @@ export interface OperationObserver {
     requestId: string,
     operationName: string | null | undefined,
     errors: readonly GraphQLError[],
+    operationId?: string,
   ): void;
 }
 
@@ -96,6 +97,7 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
     outcome: Outcome,
     fields: {
       requestId?: string | undefined;
+      operationId?: string | undefined;
       operationName?: string | null | undefined;
       ms?: number;
       direct?: boolean;
@@ -109,6 +111,7 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
       {
         transport,
         reqId: fields.requestId,
+        ...(fields.operationId === undefined ? {} : { operationId: fields.operationId }),
         operationType,
         operationName: fields.operationName ?? null,
         outcome,
@@ -144,6 +147,7 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
         outcome,
         {
           requestId: context.caller?.requestId ?? context.requestId,
+          operationId: context.caller?.operationId,
           operationName,
           ms: Math.round(seconds * 10_000) / 10,
           direct: context.direct === true,
@@ -196,8 +200,8 @@ export function operationObserver(registry: Registry, logger: Logger): Operation
   return {
     plugin,
     httpPlugin,
-    rejected(transport, requestId, operationName, errors) {
-      record(transport, 'unknown', 'rejected', { requestId, operationName }, errors);
+    rejected(transport, requestId, operationName, errors, operationId) {
+      record(transport, 'unknown', 'rejected', { requestId, operationId, operationName }, errors);
     },
   };
 }

@@ -42,6 +42,8 @@ export interface Caller {
   principal: Principal | null;
   address: string;
   requestId: string;
+  /** graphql-ws: the client's id of the operation on its connection (GraphQLContext.operationId). */
+  operationId?: string | undefined;
   signal?: AbortSignal | undefined;
   /** What a WebSocket or SSE caller presented, so a long-lived subscription can check it again. */
   credentials?: Credentials | undefined;
@@ -158,7 +160,7 @@ function parseFailed(err: unknown): unknown {
  * GraphQL over HTTP answers 200 (docs/graphql.md, Errors).
  */
 function maskError(services: Services) {
-  return (error: unknown, requestId?: string): Error => {
+  return (error: unknown, ids: OperationIds = {}): Error => {
     const mapped = toGraphQLError(error);
     if (mapped instanceof GraphQLError) {
       const original = mapped.originalError;
@@ -169,7 +171,10 @@ function maskError(services: Services) {
     const cause = mapped instanceof GraphQLError ? (mapped.originalError ?? mapped) : mapped;
     const located = mapped instanceof GraphQLError ? mapped : undefined;
     if (services.storeOutage.unreachable(cause)) return storeUnavailableError(located);
-    services.logger.error({ err: cause, reqId: requestId }, 'graphql operation failed');
+    services.logger.error(
+      { err: cause, reqId: ids.requestId, operationId: ids.operationId },
+      'graphql operation failed',
+    );
     return new GraphQLError('Unexpected error.', {
       nodes: located?.nodes,
       source: located?.source,
@@ -180,6 +185,9 @@ function maskError(services: Services) {
   };
 }
 
+/** Which request (and, over graphql-ws, which operation of the connection) an error belongs to. */
+type OperationIds = { requestId?: string | undefined; operationId?: string | undefined };
+
 /**
  * The same masking as Yoga's, run inside the operation where its context (and so its request id)
  * is known: Yoga's own `maskError` sees only the error, so its log line could not say which request
@@ -187,26 +195,28 @@ function maskError(services: Services) {
  * unmasked error (`codes: [null]`) rather than the code the client saw. It must come before the
  * observer; Yoga's pass then finds every error already masked and leaves it as it is.
  */
-function maskInOperation(mask: (error: unknown, requestId?: string) => Error): Plugin {
-  const requestIdOf = (args: ExecutionArgs) =>
-    (args.contextValue as { requestId?: string } | undefined)?.requestId;
+function maskInOperation(mask: (error: unknown, ids?: OperationIds) => Error): Plugin {
+  const idsOf = (args: ExecutionArgs): OperationIds => {
+    const context = args.contextValue as Partial<GraphQLContext> | undefined;
+    return { requestId: context?.requestId, operationId: context?.operationId };
+  };
   const masking =
-    (requestId: string | undefined) =>
+    (ids: OperationIds) =>
     ({ result, setResult }: { result: ExecutionResult; setResult(r: ExecutionResult): void }) => {
       if (!result.errors?.length) return;
-      setResult({ ...result, errors: result.errors.map((e) => mask(e, requestId) as GraphQLError) });
+      setResult({ ...result, errors: result.errors.map((e) => mask(e, ids) as GraphQLError) });
     };
   return {
     onExecute({ args }) {
-      const handle = masking(requestIdOf(args));
+      const handle = masking(idsOf(args));
       return { onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, handle) };
     },
     onSubscribe({ args }) {
-      const requestId = requestIdOf(args);
-      const handle = masking(requestId);
+      const ids = idsOf(args);
+      const handle = masking(ids);
       return {
         onSubscribeResult: (payload) => handleStreamOrSingleExecutionResult(payload, handle),
-        onSubscribeError: ({ error, setError }) => setError(mask(error, requestId)),
+        onSubscribeError: ({ error, setError }) => setError(mask(error, ids)),
       };
     },
   };
@@ -315,7 +325,7 @@ export function createPipeline(
     graphiql: production ? false : GRAPHIQL,
     renderGraphiQL: (options) => (graphiqlPage ??= renderGraphiQL(options)),
     // No mode shows a cause: the spec has no development exception (see maskError).
-    maskedErrors: { maskError: mask, isDev: false },
+    maskedErrors: { maskError: (error) => mask(error), isDev: false },
     plugins: [
       {
         // Persisted queries for POST and GET; WebSocket and SSE resolve them in prepare().
@@ -352,6 +362,7 @@ export function createPipeline(
         address: caller.address,
         commentFeed,
         recheck: credentials && caller.principal ? () => recheck(credentials) : undefined,
+        operationId: caller.operationId,
       });
     },
   });
@@ -359,7 +370,13 @@ export function createPipeline(
   async function prepare(params: OperationParams, caller: Caller): Promise<Prepared> {
     const prepared = await prepareOperation(params, caller);
     if ('errors' in prepared && caller.transport !== 'http') {
-      observer.rejected(caller.transport, caller.requestId, params.operationName, prepared.errors);
+      observer.rejected(
+        caller.transport,
+        caller.requestId,
+        params.operationName,
+        prepared.errors,
+        caller.operationId,
+      );
     }
     return prepared;
   }
@@ -454,7 +471,7 @@ export function createPipeline(
         : execute())) as ExecutionResult;
     } catch (err) {
       // As Yoga answers an execution that throws (the budget's store failing, say): masked.
-      const masked = mask(err, http.req.id);
+      const masked = mask(err, { requestId: http.req.id });
       return { errors: [masked instanceof GraphQLError ? masked : new GraphQLError(masked.message)] };
     }
   }

@@ -9,7 +9,7 @@ import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
 import type { Services } from '../../compose.js';
 import { refuseOnSocket } from '../../http/client-errors.js';
-import { CLIENT_REQUEST_ID, genRequestId } from '../../http/plugins/request-context.js';
+import { genRequestId } from '../../http/plugins/request-context.js';
 import { acceptUpgrades, upgradesTo } from '../../http/upgrades.js';
 import { envelopedExecute, envelopedSubscribe, type GraphQLPipeline } from '../pipeline/pipeline.js';
 import { publicError, publicResult } from './public-errors.js';
@@ -73,18 +73,15 @@ function closeCodeOf(err: Error): number | undefined {
  * refusals are (client-errors.ts), without a stack. Anything else is the server's: a warning with
  * the error, and 4500 as graphql-ws would close.
  */
-function logSocketErrors(ws: WebSocket, request: IncomingMessage, logger: Logger): void {
+function logSocketErrors(ws: WebSocket, reqId: string, logger: Logger): void {
   ws.removeAllListeners('error');
   ws.on('error', (err: Error & { code?: string }) => {
     const closeCode = closeCodeOf(err);
     if (closeCode === undefined) {
-      logger.warn({ err }, 'WebSocket error');
+      logger.warn({ err, reqId }, 'WebSocket error');
       if (ws.readyState === ws.OPEN) ws.close(CLOSE_INTERNAL_ERROR, 'Internal server error');
       return;
     }
-    // The only id a connection has: the client's own X-Request-Id on the upgrade, if well formed.
-    const given = request.headers['x-request-id'];
-    const reqId = typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : undefined;
     logger.info({ code: err.code, closeCode, reason: err.message, reqId }, 'WebSocket frame refused');
   });
 }
@@ -103,6 +100,19 @@ export function attachWebSocket(
   pipeline: GraphQLPipeline,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
+  /**
+   * Each connection's request id, chosen at the upgrade as HTTP chooses one (the client's well-formed
+   * X-Request-Id, else a fresh one), sent back on the 101 and the `reqId` of every line the
+   * connection logs; its operations add their graphql-ws `id` as `operationId` (docs/graphql.md).
+   * Until 2026-11-28 each operation logged a fresh id the client never saw.
+   */
+  const connectionIds = new WeakMap<IncomingMessage, string>();
+  const idOf = (request: IncomingMessage) => {
+    let id = connectionIds.get(request);
+    if (id === undefined) connectionIds.set(request, (id = genRequestId(request)));
+    return id;
+  };
+  wss.on('headers', (headers, request) => headers.push(`x-request-id: ${idOf(request)}`));
   const pathOf = (request: IncomingMessage) => (request.url ?? '').split('?')[0];
   // Only a GET of /graphql asking for websocket switches protocols; any other Upgrade (h2c from
   // `curl --http2`, a websocket on another path) is ignored and answered over HTTP (upgrades.ts).
@@ -120,7 +130,7 @@ export function attachWebSocket(
     if (services.draining) return void socket.destroy();
     wss.handleUpgrade(request, socket, head, (ws) => {
       wss.emit('connection', ws, request);
-      logSocketErrors(ws, request, services.logger);
+      logSocketErrors(ws, idOf(request), services.logger);
     });
   };
   app.server.on('upgrade', onUpgrade);
@@ -132,6 +142,14 @@ export function attachWebSocket(
       : {};
     refuseOnSocket(socket, 400, err.message, version);
   });
+
+  /**
+   * A connection_init whose credentials are refused (4403): one info line, a client's fault as the
+   * HTTP parser's refusals are. `reason` is the core's public message (the same text a POST with those
+   * credentials gets), never the credentials.
+   */
+  const refused = (reqId: string, reason: string) =>
+    services.logger.info({ reqId, closeCode: 4403, reason }, 'WebSocket connection_init refused');
 
   const server = useServer<Record<string, unknown> | undefined, Extra>(
     {
@@ -148,19 +166,25 @@ export function attachWebSocket(
           await pipeline.authenticate(ctx.extra.credentials);
           return true;
         } catch (err) {
+          const reqId = idOf(ctx.extra.request);
           // A credential of the wrong type: refused credentials, 4403 as below.
-          if (err instanceof NotAString) return false;
+          if (err instanceof NotAString) {
+            refused(reqId, err.message);
+            return false;
+          }
           const code = err instanceof GraphQLError ? err.extensions.code : undefined;
           if (code === 'SERVICE_UNAVAILABLE')
             ctx.extra.socket.close(CLOSE_TRY_AGAIN_LATER, 'Service temporarily unavailable');
           else if (code !== 'UNAUTHENTICATED')
             ctx.extra.socket.close(CLOSE_INTERNAL_ERROR, 'Internal server error');
           // Refused credentials: graphql-ws closes with 4403 Forbidden (a socket closed above stays so).
+          // The store's failures are logged where they are met (the outage log, the masked error).
+          if (code === 'UNAUTHENTICATED') refused(reqId, (err as GraphQLError).message);
           return false;
         }
       },
-      onSubscribe: async (ctx, _id, payload) => {
-        const requestId = genRequestId({ headers: {} });
+      onSubscribe: async (ctx, operationId, payload) => {
+        const requestId = idOf(ctx.extra.request);
         // Each operation runs as its credentials stand now, as a POST would: a socket may outlive
         // its token's expiry, a revocation, its key or its owner's role, and until 2026-11-28 it
         // kept acting with what connection_init had found (a demoted admin still granted roles).
@@ -169,7 +193,7 @@ export function attachWebSocket(
           principal = await pipeline.authenticate(ctx.extra.credentials ?? {});
         } catch (err) {
           if (!(err instanceof GraphQLError)) throw err;
-          pipeline.observer.rejected('ws', requestId, payload.operationName, [err]);
+          pipeline.observer.rejected('ws', requestId, payload.operationName, [err], operationId);
           return [err];
         }
         const caller = {
@@ -178,6 +202,7 @@ export function attachWebSocket(
           credentials: ctx.extra.credentials,
           address: ctx.extra.request.socket.remoteAddress ?? 'unknown',
           requestId,
+          operationId,
         };
         // The pipeline records the operation (metric and log line) whether it runs or is refused.
         const prepared = await pipeline.prepare(payload, caller);
