@@ -18,8 +18,8 @@ function answer(
   status: number,
   head: boolean,
   message?: string,
+  requestId = genRequestId({ headers: {} }),
 ): { headers: Record<string, string>; body: string } {
-  const requestId = genRequestId({ headers: {} });
   const err = toDomainError(
     Object.assign(new Error(message ?? STATUS_CODES[status] ?? 'Client Error'), { statusCode: status }),
   );
@@ -51,7 +51,8 @@ export function clientErrorHandler(
   return (err, socket: Socket): void => {
     if ((err.code as string | undefined) === 'ECONNRESET' || socket.destroyed) return;
     // A response already under way on this connection cannot be followed by another status line.
-    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean; req?: IncomingMessage } })
+      ._httpMessage;
     if (!socket.writable || pending?.headersSent) {
       socket.destroy();
       return;
@@ -60,9 +61,12 @@ export function clientErrorHandler(
     // Node hands over the bytes it could not parse (a Buffer, whatever the type says).
     const raw = (err as { rawPacket?: unknown }).rawPacket;
     const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
-    const { headers, body } = answer(status, head);
+    // A request whose headers were parsed (its body then broke off or was malformed) keeps the
+    // client's X-Request-Id by the usual rule (D7); before that there are no headers to read.
+    const { headers, body } = answer(status, head, undefined, genRequestId(pending?.req ?? { headers: {} }));
+    // `reqId`, as every other HTTP line names it (until 2026-11-28 this one said `requestId`).
     log().info(
-      { code: err.code, status, requestId: headers['x-request-id'] },
+      { code: err.code, status, reqId: headers['x-request-id'] },
       'request refused by the HTTP parser',
     );
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}`);
