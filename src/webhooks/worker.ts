@@ -287,6 +287,14 @@ export class WebhookWorker {
         at: clock.now(),
       });
       metrics.failures.inc({ reason: 'interrupted' });
+      this.logAttempt(
+        delivery,
+        attempt - 1,
+        { error: 'interrupted' },
+        0,
+        attempt - 1 >= MAX_ATTEMPTS ? 'failed' : 'retry',
+        null,
+      );
       if (attempt - 1 >= MAX_ATTEMPTS) {
         metrics.deliveries.inc({ outcome: 'failed' });
         return this.final(delivery, records, 'failed', attempt - 1, null, INTERRUPTED);
@@ -325,15 +333,26 @@ export class WebhookWorker {
       at: started,
     });
     const v = verdict(result, attempt);
+    const next =
+      v === 'retry'
+        ? new Date(clock.now().getTime() + backoffAfter(attempt, this.options.backoffBaseMs))
+        : null;
+    this.logAttempt(
+      delivery,
+      attempt,
+      statusCode === null ? { error: result.kind } : { status: statusCode },
+      outcome.durationMs,
+      v === 'failed_and_disable' ? 'failed' : v,
+      next,
+    );
     if (v === 'delivered') {
       metrics.attempts.inc({ result: 'delivered' });
       metrics.deliveries.inc({ outcome: 'delivered' });
       return this.final(delivery, records, 'delivered', attempt, statusCode, null);
     }
     metrics.failures.inc({ reason: reasonOf(result) });
-    if (v === 'retry') {
+    if (next) {
       metrics.attempts.inc({ result: 'retry' });
-      const next = new Date(clock.now().getTime() + backoffAfter(attempt, this.options.backoffBaseMs));
       return {
         delivery,
         records,
@@ -352,6 +371,37 @@ export class WebhookWorker {
       completion.disableEndpoint = 'the endpoint answered 410 Gone';
     }
     return completion;
+  }
+
+  /**
+   * One info line per attempt (docs/webhooks.md, Logs). The endpoint is named by its id only: its
+   * URL may carry a token in its path or query, and the secret, the signature and the payload never
+   * reach the log. `error` is the kind of failure (`timeout`, `connection`, `refused`,
+   * `interrupted`), not the network library's message.
+   */
+  private logAttempt(
+    delivery: ClaimedDelivery,
+    attempt: number,
+    answer: { status: number } | { error: string },
+    durationMs: number,
+    result: 'delivered' | 'retry' | 'failed',
+    nextAttemptAt: Date | null,
+  ): void {
+    this.options.logger.info(
+      {
+        endpointId: delivery.endpointId,
+        deliveryId: delivery.id,
+        eventId: delivery.event.id,
+        eventType: delivery.event.type,
+        attempt,
+        round: delivery.round,
+        ...answer,
+        ms: Math.round(durationMs * 10) / 10,
+        result,
+        nextAttemptAt: nextAttemptAt?.toISOString() ?? null,
+      },
+      'webhook attempt',
+    );
   }
 
   private final(
