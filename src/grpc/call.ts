@@ -217,10 +217,39 @@ export class CallPipeline {
     };
   }
 
-  private begin(method: string, labels: MethodLabels, call: AnyCall): Started {
+  /**
+   * A call to a method no service registers, which server.ts hands here instead of letting grpc-js
+   * answer it unseen: UNIMPLEMENTED with grpc-js's own message, the `x-request-id`, one access line
+   * (`rpc` is the path asked for) and the metrics. Its labels are all `unknown`: the path is the
+   * client's choice, and as labels it would grow the series without bound.
+   */
+  unimplemented(
+    call: { metadata: Metadata; emit(event: 'error', err: unknown): boolean },
+    path: string,
+  ): void {
+    this.unknownLabels ??= (() => {
+      const labels = this.labelsFor('unknown', 'unknown');
+      const base = { ...labels.base, grpc_service: 'unknown' };
+      return { base, withCode: (code: status) => ({ ...labels.withCode(code), grpc_service: 'unknown' }) };
+    })();
+    const started = this.begin('unknown', this.unknownLabels, call as AnyCall, path);
+    call.emit(
+      'error',
+      serviceError(
+        status.UNIMPLEMENTED,
+        `The server does not implement the method ${path}`,
+        started.response,
+      ),
+    );
+    this.finish(started, status.UNIMPLEMENTED);
+  }
+
+  private unknownLabels: MethodLabels | undefined;
+
+  private begin(method: string, labels: MethodLabels, call: AnyCall, rpc?: string): Started {
     const requestId = genRequestId({ headers: { 'x-request-id': first(call.metadata, 'x-request-id') } });
     this.deps.metrics.started.inc(labels.base);
-    return new Started(requestId, method, labels, this.deps.logger);
+    return new Started(requestId, method, labels, this.deps.logger, rpc);
   }
 
   private finish(started: Started, code: status): void {
@@ -232,7 +261,7 @@ export class CallPipeline {
     this.accessLog.info(
       {
         request_id: started.requestId,
-        rpc: `/${this.deps.service}/${started.method}`,
+        rpc: started.rpc ?? `/${this.deps.service}/${started.method}`,
         code: status[code] ?? code,
         ms: Math.round(seconds * 10_000) / 10,
       },
@@ -308,6 +337,8 @@ class Started {
     readonly method: string,
     readonly labels: MethodLabels,
     private readonly logger: Logger,
+    /** The path of a call to no known method; otherwise the service's and `method`'s. */
+    readonly rpc?: string,
   ) {
     this.response = requestIdMetadata(requestId);
   }

@@ -1,7 +1,7 @@
 import { constants, type Http2Session } from 'node:http2';
 import { Server as NetServer } from 'node:net';
 import { formatWithOptions } from 'node:util';
-import { Server, ServerCredentials, setLogger } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type ServerDuplexStream, setLogger } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { Services } from '../compose.js';
 import { UserActivity } from '../domain/activity.js';
@@ -91,6 +91,31 @@ function routeGrpcJsLogs(logger: Logger): void {
   });
 }
 
+/**
+ * grpc-js answers a method no service registers with UNIMPLEMENTED itself, before any handler or
+ * server interceptor runs: no `x-request-id`, no log line, no metric (until 2026-11-28). Its lookup
+ * of the handler (a private method, as of 1.14) is wrapped so that such a call gets a handler of
+ * ours: a bidi one, so it is answered at once whatever the client streams, with the raw bytes left
+ * undecoded. Without that method (a later grpc-js) the wrapping is skipped and grpc-js answers as
+ * before; test/integration/grpc/unknown-method.test.ts then fails.
+ */
+function answerUnknownMethods(server: Server, pipeline: CallPipeline): void {
+  const internals = server as unknown as { _retrieveHandler?: (path: string) => unknown };
+  const lookup = internals._retrieveHandler;
+  if (typeof lookup !== 'function') return;
+  internals._retrieveHandler = function (this: Server, path: string) {
+    return (
+      lookup.call(this, path) ?? {
+        type: 'bidi',
+        path,
+        serialize: (b: Buffer) => b,
+        deserialize: (b: Buffer) => b,
+        func: (call: ServerDuplexStream<Buffer, Buffer>) => pipeline.unimplemented(call, path),
+      }
+    );
+  };
+}
+
 /** The gRPC surface: users.v1.UserService, grpc.health.v1.Health and server reflection. */
 export function createGrpcServer(services: Services, options: GrpcOptions = {}): GrpcServer {
   const { config } = services;
@@ -118,6 +143,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
       ...(options.activityPollMs === undefined ? {} : { activityPollMs: options.activityPollMs }),
     }),
   );
+  answerUnknownMethods(server, pipeline);
   const health = new Health([USER_SERVICE]);
   health.addToServer(server);
   // Library handlers: an undecodable request is INVALID_ARGUMENT there too, not grpc-js's INTERNAL.
