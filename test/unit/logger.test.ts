@@ -77,6 +77,65 @@ describe('logger', () => {
     expect(JSON.parse(lines[1]!).query).toEqual({ code: '[redacted]', state: 'xyz' });
   });
 
+  it("censors a driver error's row data and parameters, keeping what names the failure", () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    // The fields node-postgres's DatabaseError carries for a failed INSERT.
+    const pgError = Object.assign(new Error('new row for relation "users" violates check constraint "y"'), {
+      severity: 'ERROR',
+      code: '23514',
+      detail: 'Failing row contains (usr_1, ada@example.com, scrypt$32768$8$1$SALTSALT$HASH).',
+      where: 'SQL statement "INSERT ... VALUES (\'whsec_abc\')"',
+      internalQuery: "SELECT 'whsec_abc'",
+      schema: 'public',
+      table: 'users',
+      column: 'first_name',
+      constraint: 'y',
+      routine: 'ExecConstraints',
+    });
+    const replyError = Object.assign(new Error('ERR wrong number of arguments'), {
+      command: { name: 'set', args: ['cache:usr_1', '{"token":"TKN"}'] },
+      parameters: ['whsec_param'],
+    });
+    log.error({ err: pgError }, 'unhandled error');
+    log.error(new AggregateError([pgError, replyError], 'both failed'), 'grpc call failed');
+    const out = lines.join('');
+    for (const secret of ['Failing row', 'SALTSALT', 'whsec_', 'ada@example.com', 'TKN']) {
+      expect(out).not.toContain(secret);
+    }
+    expect(JSON.parse(lines[0]!).err).toMatchObject({
+      code: '23514',
+      table: 'users',
+      column: 'first_name',
+      constraint: 'y',
+      detail: '[redacted]',
+      where: '[redacted]',
+      internalQuery: '[redacted]',
+      message: 'new row for relation "users" violates check constraint "y"',
+    });
+    const [first, second] = JSON.parse(lines[1]!).err.aggregateErrors;
+    expect(first).toMatchObject({ code: '23514', detail: '[redacted]' });
+    expect(second).toMatchObject({ command: { name: 'set', args: '[redacted]' }, parameters: '[redacted]' });
+    // The error itself is left as it was: only its log line is censored.
+    expect(pgError.detail).toContain('Failing row');
+    expect(replyError.command.args).toHaveLength(2);
+  });
+
+  it('drops the value PostgreSQL quotes in a message about an input it could not read', () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    const err = Object.assign(new Error('invalid input syntax for type integer: "atr_live_secretish"'), {
+      severity: 'ERROR',
+      code: '22P02',
+    });
+    log.error({ err }, 'unhandled error');
+    expect(lines.join('')).not.toContain('secretish');
+    const logged = JSON.parse(lines[0]!).err;
+    expect(logged.message).toBe('invalid input syntax for type integer: [redacted]');
+    expect(logged.stack).toContain('invalid input syntax for type integer: [redacted]');
+    expect(logged.code).toBe('22P02');
+  });
+
   it('writes nothing below its level', () => {
     const { lines, stream } = capture();
     createLogger('silent', stream).error('not shown');
