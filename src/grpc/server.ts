@@ -9,6 +9,7 @@ import { CallPipeline } from './call.js';
 import { UserServiceService } from './gen/users/v1/users.gen.js';
 import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
+import { redactHeaderText } from '../observability/logger.js';
 import { grpcMetrics } from './metrics.js';
 import { reflectionService } from './reflection.js';
 import { strictStrings } from './strict-strings.js';
@@ -78,8 +79,9 @@ interface GrpcInternals {
  */
 function routeGrpcJsLogs(logger: Logger): void {
   const log = logger.child({ component: 'grpc-js' });
+  // Its traces (GRPC_TRACE) quote each call's metadata, credentials included.
   const text = (message: unknown, rest: unknown[]) =>
-    formatWithOptions({ breakLength: Infinity }, message, ...rest);
+    redactHeaderText(formatWithOptions({ breakLength: Infinity }, message, ...rest));
   setLogger({
     error: (message: unknown, ...rest: unknown[]) => {
       // A failed bind: bindAsync's error says the same and more, and the start reports that.

@@ -129,6 +129,35 @@ export function serializeError(err: unknown): unknown {
   return record;
 }
 
+/** Headers whose values are credentials, whatever their case. */
+const CREDENTIAL_HEADERS = '(?:proxy-)?authorization|x-api-key|cookie|set-cookie';
+const QUOTED = `"(?:[^"\\\\]|\\\\.)*"|'(?:[^'\\\\]|\\\\.)*'`;
+const HEADER_IN_TEXT = new RegExp(
+  // a name, bare or quoted, then `:` and its value: a list, a quoted string, or the rest of the line
+  `(^|[^\\w-])(["']?)(${CREDENTIAL_HEADERS})\\2(\\s*:\\s*)` +
+    `(\\[(?:\\s*(?:${QUOTED})\\s*,?)*\\s*\\]|\\[[^\\]]*\\]|${QUOTED}|[^\\r\\n]*)`,
+  'gi',
+);
+
+/**
+ * Text that may quote request headers, with the credentials' values censored. grpc-js's traces
+ * (GRPC_TRACE) print a call's metadata as text (`received headers {"authorization":["Bearer ..."]}`,
+ * or one `name: value` a line), which pino's redaction, working on fields, cannot reach.
+ */
+export function redactHeaderText(text: string): string {
+  return text.replace(
+    HEADER_IN_TEXT,
+    (_all, lead: string, quote: string, name: string, sep: string, value: string) => {
+      const censored = value.startsWith('[')
+        ? `["${CENSOR}"]`
+        : value.startsWith('"') || value.startsWith("'")
+          ? `${value[0]}${CENSOR}${value[0]}`
+          : CENSOR;
+      return `${lead}${quote}${name}${quote}${sep}${censored}`;
+    },
+  );
+}
+
 /** JSON logs on stderr, so stdout stays free for the CLI's one JSON object. */
 export function createLogger(level: string, destination: DestinationStream = pino.destination(2)): Logger {
   return pino(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger, redactHeaderText } from '../../src/observability/logger.js';
 
 function capture() {
   const lines: string[] = [];
@@ -134,6 +134,25 @@ describe('logger', () => {
     expect(logged.message).toBe('invalid input syntax for type integer: [redacted]');
     expect(logged.stack).toContain('invalid input syntax for type integer: [redacted]');
     expect(logged.code).toBe('22P02');
+  });
+
+  it('censors credential headers quoted in text, in the forms grpc-js traces print them', () => {
+    const key = 'atr_test_0123456789abcdef0123456789abcdef_abcdef';
+    const json = `server_call | Request to /users.v1.UserService/GetUser received headers {"x-api-key":["${key}"],"Authorization":["Bearer eyJ.a.b","Bearer eyJ.c.d"],"cookie":["sid=S1"],"user-agent":["grpc-node-js/1.14.7"]}`;
+    expect(redactHeaderText(json)).toBe(
+      'server_call | Request to /users.v1.UserService/GetUser received headers {"x-api-key":["[redacted]"],"Authorization":["[redacted]"],"cookie":["[redacted]"],"user-agent":["grpc-node-js/1.14.7"]}',
+    );
+    const lines = `Received server headers:\n\t\t:status: 200\n\t\tX-Api-Key: ${key}\n\t\tauthorization: Bearer eyJ.e.f\n\t\tcontent-type: application/grpc\n`;
+    expect(redactHeaderText(lines)).toBe(
+      'Received server headers:\n\t\t:status: 200\n\t\tX-Api-Key: [redacted]\n\t\tauthorization: [redacted]\n\t\tcontent-type: application/grpc\n',
+    );
+    const inspected = `{ 'x-api-key': [ '${key}' ], authorization: 'Bearer eyJ.g.h', 'proxy-authorization': [ 'Basic Zm9v' ] }`;
+    expect(redactHeaderText(inspected)).toBe(
+      "{ 'x-api-key': [\"[redacted]\"], authorization: '[redacted]', 'proxy-authorization': [\"[redacted]\"] }",
+    );
+    expect(redactHeaderText('no credentials here: x-api-keys-count 2')).toBe(
+      'no credentials here: x-api-keys-count 2',
+    );
   });
 
   it('writes nothing below its level', () => {
