@@ -43,8 +43,24 @@ export class DomainError extends Error {
   }
 }
 
-export const notFound = (what: string, id?: string): DomainError =>
-  new DomainError('not_found', id === undefined ? `${what} not found.` : `${what} ${id} not found.`);
+/**
+ * Something shaped like an API key (`atr_live_<32 hex>_<6 hex>`, or most of one): given where an id
+ * was expected (`atrium api-keys revoke <the key>`), it is the secret itself, and full keys are
+ * never echoed or logged. Only its display prefix (`atr_live_1a2b3c`, what the store keeps) is shown.
+ */
+const KEY_LIKE = /atr_(?:test|live)_[0-9a-f]{6}/i;
+
+export const notFound = (what: string, id?: string): DomainError => {
+  if (id === undefined) return new DomainError('not_found', `${what} not found.`);
+  const key = KEY_LIKE.exec(id);
+  if (key)
+    return new DomainError(
+      'not_found',
+      `${what} not found: the value given looks like an API key (${key[0]}...), not an id` +
+        (what === 'API key' ? ' (an API key id starts with key_).' : '.'),
+    );
+  return new DomainError('not_found', `${what} ${id} not found.`);
+};
 
 export const forbidden = (message = 'You may not act on this resource.'): DomainError =>
   new DomainError('forbidden', message);

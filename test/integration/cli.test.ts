@@ -108,6 +108,28 @@ describe('atrium command line', { timeout: 90_000 }, () => {
     expect(Number.isNaN(Date.parse(revoked.revoked_at))).toBe(false);
   });
 
+  // service-interface.md: "Full keys are never logged". A key given where its id belongs was echoed
+  // whole in the not-found message.
+  it('api-keys revoke given a full key instead of an id shows only its prefix', async () => {
+    const user = json(
+      await runCli(['users', 'create', '--handle', 'keyholder', '--email', 'keyholder@example.com'], env),
+    );
+    const key = json(await runCli(['api-keys', 'create', '--user', user.id], env));
+    const res = await runCli(['api-keys', 'revoke', key.key], { ...env, LOG_LEVEL: 'debug' });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stdout).toBe('');
+    const secretPart = (key.key as string).slice(key.prefix.length);
+    expect(res.stderr).not.toContain(secretPart);
+    expect(res.stderr).not.toContain(key.key);
+    const error = JSON.parse(res.stderr.trim().split('\n').at(-1)!) as { error: string; message: string };
+    expect(error).toEqual({
+      error: 'not_found',
+      message: `API key not found: the value given looks like an API key (${key.prefix}...), not an id (an API key id starts with key_).`,
+    });
+    // The id is what revokes it.
+    expect(json(await runCli(['api-keys', 'revoke', key.id], env)).id).toBe(key.id);
+  });
+
   // Five CLI runs, each a fresh Node process: more time than the default on a shared, loaded machine.
   it('soft-deletes a user: one JSON object, the user gone, its key refused; unknown ids exit 1', async () => {
     const user = json(
