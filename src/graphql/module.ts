@@ -30,6 +30,7 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
   const persisted = await createPersistedQueries(services.store, services.clock, {
     file: services.config.persistedQueriesFile,
     registration: services.config.nodeEnv !== 'production',
+    schema,
   });
   const commentFeed = new CommentFeed(services);
   await commentFeed.start();

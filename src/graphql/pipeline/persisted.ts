@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLSchema, Kind, parse, validate } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../../config/schema.js';
 import { iso, type Clock } from '../../domain/clock.js';
@@ -56,8 +56,34 @@ export function parseManifest(json: unknown, source = 'the manifest'): Map<strin
   throw new Error(`${source}: expected a JSON object`);
 }
 
-/** The manifest `PERSISTED_QUERIES_FILE` names; one that cannot be used stops the start as bad configuration. */
-export async function readManifestFile(path: string): Promise<Map<string, string>> {
+/**
+ * Why a manifest entry could never run against `schema`, or undefined when it can. Only the schema's
+ * own rules (graphql's specifiedRules) apply here: the limits (depth, cost, selections) and the
+ * production refusal of introspection stay per request, as they depend on the caller and the mode.
+ */
+function unusable(hash: string, query: string, schema: GraphQLSchema): string | undefined {
+  let doc;
+  try {
+    doc = parse(query);
+  } catch (err) {
+    return `${hash} does not parse: ${(err as Error).message}`;
+  }
+  const errors = validate(schema, doc);
+  if (errors.length === 0) return undefined;
+  const names = doc.definitions.flatMap((d) =>
+    d.kind === Kind.OPERATION_DEFINITION ? [d.name?.value ?? '(anonymous)'] : [],
+  );
+  const label = names.length ? `operation ${names.join(', ')} (${hash})` : hash;
+  return `${label} does not validate against the schema: ${errors[0]!.message}`;
+}
+
+/**
+ * The manifest `PERSISTED_QUERIES_FILE` names; one that cannot be used stops the start as bad
+ * configuration, and so does an entry that could never run against it (a fragment left
+ * out, a client-only directive such as `@connection` kept): production would otherwise start and
+ * answer that operation with a validation error on every request.
+ */
+export async function readManifestFile(path: string, schema: GraphQLSchema): Promise<Map<string, string>> {
   const refuse = (problem: string) =>
     new ConfigError(
       'PERSISTED_QUERIES_FILE',
@@ -76,11 +102,18 @@ export async function readManifestFile(path: string): Promise<Map<string, string
   } catch {
     throw refuse('it is not JSON');
   }
+  let entries: Map<string, string>;
   try {
-    return parseManifest(json);
+    entries = parseManifest(json);
   } catch (err) {
     throw refuse((err as Error).message);
   }
+  for (const [hash, query] of entries) {
+    const problem = unusable(hash, query, schema);
+    // One line: graphql's messages may span several (a syntax error quotes the source).
+    if (problem) throw refuse(problem.replace(/\s+/g, ' '));
+  }
+  return entries;
 }
 
 function readExtensions(raw: unknown): Record<string, unknown> | undefined {
@@ -172,8 +205,10 @@ export class PersistedQueries {
 export async function createPersistedQueries(
   store: Store,
   clock: Clock,
-  options: { file: string | undefined; registration: boolean },
+  options: { file: string | undefined; registration: boolean; schema: GraphQLSchema },
 ): Promise<PersistedQueries> {
-  const manifest = options.file ? await readManifestFile(options.file) : new Map<string, string>();
+  const manifest = options.file
+    ? await readManifestFile(options.file, options.schema)
+    : new Map<string, string>();
   return new PersistedQueries(store, clock, manifest, options.registration);
 }

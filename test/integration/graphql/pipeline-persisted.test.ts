@@ -202,4 +202,46 @@ describe('persisted queries in production: only known hashes run, on every trans
       /is not the SHA-256 of its query/,
     );
   });
+
+  it('refuses to start with a manifest entry that does not validate against the schema', async () => {
+    // What the manifest script wrote before 2026-11-28 for an operation spreading a fragment from
+    // another file, and for one with Apollo Client's @connection: production started, then answered
+    // those operations with validation errors (or never saw their real hash).
+    const cases = [
+      [
+        'query MeCross { me { ...UserBits __typename } }',
+        /operation MeCross \([0-9a-f]{64}\) does not validate against the schema: Unknown fragment "UserBits"\./,
+      ],
+      [
+        'query Feed { posts(first: 1) @connection(key: "feed") { totalCount } }',
+        /operation Feed \([0-9a-f]{64}\) does not validate against the schema: Unknown directive "@connection"\./,
+      ],
+      ['{ me { id', /[0-9a-f]{64} does not parse: Syntax Error/],
+    ] as const;
+    for (const [body, problem] of cases) {
+      const file = join(dir, 'invalid.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          format: 'apollo-persisted-query-manifest',
+          version: 1,
+          operations: [
+            {
+              id: sha256Hex(fromApolloManifest),
+              body: fromApolloManifest,
+              name: 'ManifestOp',
+              type: 'query',
+            },
+            { id: sha256Hex(body), body, name: 'Broken', type: 'query' },
+          ],
+        }),
+      );
+      const start = startTestAtrium({ NODE_ENV: 'production', PERSISTED_QUERIES_FILE: file });
+      await expect(start, body).rejects.toThrow(problem);
+      await expect(start, body).rejects.toMatchObject({
+        name: 'ConfigError',
+        variable: 'PERSISTED_QUERIES_FILE',
+      });
+    }
+  });
 });
