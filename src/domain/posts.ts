@@ -22,6 +22,8 @@ import type { Viewer } from './user-policies.js';
 import { normaliseTags, replacePostTags, type TagService } from './tags.js';
 
 export const POSTS_PAGE_SIZE = 20;
+export const MAX_TITLE_LENGTH = 200;
+export const MAX_BODY_LENGTH = 50_000;
 
 export interface Post {
   id: string;
@@ -259,8 +261,8 @@ function checkTitleAndBody(
   problems: Problems,
   required: boolean,
 ) {
-  if (required || input.title !== undefined) checkContent(input.title, 'title', 200, problems);
-  if (required || input.body !== undefined) checkContent(input.body, 'body', 50_000, problems);
+  if (required || input.title !== undefined) checkContent(input.title, 'title', MAX_TITLE_LENGTH, problems);
+  if (required || input.body !== undefined) checkContent(input.body, 'body', MAX_BODY_LENGTH, problems);
 }
 
 const toRow = ({ authorDeleted: _, ...row }: SeenPost): PostRow => row;

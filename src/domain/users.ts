@@ -32,6 +32,8 @@ import { checkEmail, checkText, HANDLE, isBlank, joinName, normaliseEmail, split
 export const ROLES: readonly Role[] = ['admin', 'member', 'viewer'];
 /** The most users one `page` call returns. */
 export const MAX_USERS_PAGE = 1000;
+/** How many users a page holds when the caller does not say (GraphQL's `Query.users`). */
+export const USERS_PAGE_SIZE = 20;
 
 /** The columns each update field writes, to report which fields a change really altered. */
 const FIELD_COLUMNS: Record<UserField, readonly (keyof UserRow)[]> = {

@@ -3,7 +3,7 @@ import { membersOf, ordersOf } from '../../domain/connection-reads.js';
 import type { Organization } from '../../domain/organizations.js';
 import { mayReadOrganization } from '../../domain/user-policies.js';
 import type { Role } from '../../store/types.js';
-import type { User } from '../../domain/users.js';
+import { USERS_PAGE_SIZE, type User } from '../../domain/users.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError, viaCore } from '../errors.js';
 import { actorOf, readableOrganization, viewerOf } from './support.js';
@@ -32,7 +32,10 @@ export const userResolvers = {
     user: (_: unknown, args: { id: string }, ctx: GraphQLContext) => ctx.loaders.user.load(args.id),
     users: async (_: unknown, args: { role?: string | null; limit?: number | null }, ctx: GraphQLContext) => {
       const users = await viaCore(() =>
-        ctx.services.core.users.page(viewerOf(ctx), { role: lower(args.role), limit: args.limit ?? 20 }),
+        ctx.services.core.users.page(viewerOf(ctx), {
+          role: lower(args.role),
+          limit: args.limit ?? USERS_PAGE_SIZE,
+        }),
       );
       for (const u of users) ctx.loaders.user.prime(u.id, u);
       return users;

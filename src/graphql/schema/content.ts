@@ -1,18 +1,25 @@
+import { COMMENTS_PAGE_SIZE, MAX_COMMENT_LENGTH } from '../../domain/comments.js';
+import { MAX_PAGE_SIZE } from '../../domain/connection.js';
+import { MAX_BODY_LENGTH, MAX_TITLE_LENGTH, POSTS_PAGE_SIZE } from '../../domain/posts.js';
+import { SEARCH_DEFAULT_LIMIT } from '../../domain/search.js';
+import { MAX_TAG_LENGTH, MAX_TAGS_PER_POST } from '../../domain/tags.js';
+import { count } from './describe.js';
+
 /** Posts, comments, tags and search. */
 export const contentTypeDefs = /* GraphQL */ `
   "A post. Drafts (no publishedAt) and scheduled posts are visible only to their author and admins."
   type Post implements Node & Auditable @key(fields: "id") {
     "Opaque, prefixed (pst_), time-ordered identifier."
     id: ID!
-    "Title, 1 to 200 characters."
+    "Title, 1 to ${MAX_TITLE_LENGTH} characters."
     title: String!
     "Body text."
     body: String!
     "Who wrote the post."
     author: User!
-    "Comments, oldest first (10 by default, at most 100)."
+    "Comments, oldest first (${COMMENTS_PAGE_SIZE} by default, at most ${MAX_PAGE_SIZE})."
     comments(
-      "Page size, 0 to 100; default 10."
+      "Page size, 0 to ${MAX_PAGE_SIZE}; default ${COMMENTS_PAGE_SIZE}."
       first: Int
       "Cursor to continue after."
       after: String
@@ -99,15 +106,15 @@ export const contentTypeDefs = /* GraphQL */ `
 
   "A new post."
   input CreatePostInput {
-    "Title, 1 to 200 characters, not blank."
+    "Title, 1 to ${MAX_TITLE_LENGTH} characters, not blank."
     title: String!
-    "Body, 1 to 50,000 characters, not blank."
+    "Body, 1 to ${count(MAX_BODY_LENGTH)} characters, not blank."
     body: String!
     "The author: the caller, or anyone for an admin."
     authorId: ID!
     "Omitted: published now. null: a draft. A future time: scheduled."
     publishAt: DateTime
-    "Up to 20 tags, each 1 to 50 characters."
+    "Up to ${MAX_TAGS_PER_POST} tags, each 1 to ${MAX_TAG_LENGTH} characters."
     tags: [String!]
   }
 
@@ -125,7 +132,7 @@ export const contentTypeDefs = /* GraphQL */ `
 
   "A new comment."
   input AddCommentInput {
-    "Comment text, 1 to 10,000 characters, not blank."
+    "Comment text, 1 to ${count(MAX_COMMENT_LENGTH)} characters, not blank."
     body: String!
     "The author: the caller, or anyone for an admin."
     authorId: ID!
@@ -168,18 +175,18 @@ export const contentTypeDefs = /* GraphQL */ `
   extend type Query {
     "A post by id; null when there is none or the caller may not see it."
     post("The post's id." id: ID!): Post
-    "Posts newest first (id descending): first/after forward, last/before backward; 20 by default, at most 100."
+    "Posts newest first (id descending): first/after forward, last/before backward; ${POSTS_PAGE_SIZE} by default, at most ${MAX_PAGE_SIZE}."
     posts(
-      "Page size forward, 0 to 100."
+      "Page size forward, 0 to ${MAX_PAGE_SIZE}."
       first: Int
       "Cursor to continue after."
       after: String
-      "Page size backward, 0 to 100."
+      "Page size backward, 0 to ${MAX_PAGE_SIZE}."
       last: Int
       "Cursor to continue before."
       before: String
     ): PostConnection!
-    "Full-text search over users, posts and comments, most relevant first (at most 20)."
+    "Full-text search over users, posts and comments, most relevant first (at most ${SEARCH_DEFAULT_LIMIT})."
     search("Words to find; every word must match." query: String!): [SearchResult!]!
     "Search that also finds tags whose name is one of the query's words (tags first)."
     searchAll("Words to find; every word must match." query: String!): [ExtendedSearchResult!]!

@@ -1,3 +1,9 @@
+import { MAX_PAGE_SIZE } from '../../domain/connection.js';
+import { MEMBERS_PAGE_SIZE, ORDERS_PAGE_SIZE } from '../../domain/connection-reads.js';
+import { POSTS_PAGE_SIZE } from '../../domain/posts.js';
+import { MAX_USERS_PAGE, USERS_PAGE_SIZE } from '../../domain/users.js';
+import { count } from './describe.js';
+
 /** Users, organizations and their queries and mutation. */
 export const userTypeDefs = /* GraphQL */ `
   "A user's role."
@@ -22,9 +28,9 @@ export const userTypeDefs = /* GraphQL */ `
     firstName: String
     "Family name."
     lastName: String
-    "The user's posts, newest first (20 by default, at most 100)."
+    "The user's posts, newest first (${POSTS_PAGE_SIZE} by default, at most ${MAX_PAGE_SIZE})."
     posts(
-      "Page size, 0 to 100; default 20."
+      "Page size, 0 to ${MAX_PAGE_SIZE}; default ${POSTS_PAGE_SIZE}."
       first: Int
       "Cursor to continue after."
       after: String
@@ -43,7 +49,7 @@ export const userTypeDefs = /* GraphQL */ `
     organization: Organization!
     "The user's orders, newest first; the user themself or an admin (FORBIDDEN otherwise)."
     orders(
-      "Page size, 0 to 100; default 10."
+      "Page size, 0 to ${MAX_PAGE_SIZE}; default ${ORDERS_PAGE_SIZE}."
       first: Int
       "Cursor to continue after."
       after: String
@@ -58,9 +64,9 @@ export const userTypeDefs = /* GraphQL */ `
     name: String!
     "When the organization was created."
     createdAt: DateTime!
-    "Members by id ascending (20 by default, at most 100)."
+    "Members by id ascending (${MEMBERS_PAGE_SIZE} by default, at most ${MAX_PAGE_SIZE})."
     members(
-      "Page size, 0 to 100; default 20."
+      "Page size, 0 to ${MAX_PAGE_SIZE}; default ${MEMBERS_PAGE_SIZE}."
       first: Int
       "Cursor to continue after."
       after: String
@@ -102,7 +108,7 @@ export const userTypeDefs = /* GraphQL */ `
     users(
       "ADMIN, MEMBER or VIEWER (any case)."
       role: String
-      "How many, 1 to 100; default 20."
+      "How many, 1 to ${count(MAX_USERS_PAGE)}; default ${USERS_PAGE_SIZE}."
       limit: Int
     ): [User!]!
   }
