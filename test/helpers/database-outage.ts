@@ -38,6 +38,13 @@ export interface AtriumBehindProxy {
   cutDatabase(): Promise<void>;
   /** Makes it reachable again, at the same address. */
   restoreDatabase(): Promise<void>;
+  /**
+   * Makes the database hang for this Atrium, as a stopped server (SIGSTOP) does: connections stay
+   * open and new ones are accepted, but nothing is answered (TcpProxy.hang). Resume before `stop`.
+   */
+  hangDatabase(): void;
+  /** Answers again, what was held back first (a SIGCONT). */
+  resumeDatabase(): void;
   stop(): Promise<void>;
 }
 
@@ -79,6 +86,8 @@ export async function startAtriumBehindProxy(
     atrium,
     cutDatabase: () => proxy.cut(),
     restoreDatabase: () => proxy.restore(),
+    hangDatabase: () => proxy.hang(),
+    resumeDatabase: () => proxy.resume(),
     async stop() {
       await atrium.close();
       await proxy.cut().catch(() => undefined);
