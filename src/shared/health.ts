@@ -188,8 +188,11 @@ export class SharedStateHealth {
   private recovered(): void {
     const afterOutage = this.wasReady;
     this.answering = true;
+    // Every outage line gets its back line: the connection's own (logged whether or not a request
+    // met the outage, so an outage no request met is closed too), or a request's degrading.
+    const logged = this.connectionReported || (this.wasReady && this.warned.size > 0);
     this.connectionReported = false;
-    if (this.wasReady && this.warned.size > 0) {
+    if (logged) {
       // Warn, like the outage line, so a filter that shows one shows the other.
       this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
     }

@@ -8,8 +8,10 @@ import {
 } from '../../../src/shared/health.js';
 import { RedisCache } from '../../../src/shared/redis-cache.js';
 import { connectRedis } from '../../../src/shared/redis-connection.js';
+import { memoryLog } from '../../helpers/memory-log.js';
 import { TEST_REDIS_URL, uniquePrefix } from '../../helpers/redis.js';
 import { TcpProxy } from '../../helpers/tcp-proxy.js';
+import { until } from '../../helpers/wait.js';
 
 describe('Redis outage logging', () => {
   let redis: Redis | undefined;
@@ -77,6 +79,44 @@ describe('Redis outage logging', () => {
     expect(warnings).toEqual([
       'Redis does not answer; calls to it fail at once until it does (not logged again until it is back)',
       'Redis unavailable: a test gave up',
+      'Redis is back: shared limits and caches restored',
+    ]);
+  });
+
+  it('an outage no request met: its warning gets a back line once the connection is ready again', async () => {
+    const target = new URL(TEST_REDIS_URL);
+    proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port || 6379) });
+    redis = connectRedis(`redis://127.0.0.1:${proxy.port}`);
+    const log = memoryLog('info');
+    new SharedStateHealth(redis).useLogger(log.logger);
+    await untilReady(redis, 5_000);
+    expect(redis.status).toBe('ready');
+    const messages = () => log.lines.map((l) => l.msg);
+
+    // Refused: ioredis retries, and fails each time, with no request to meet the outage.
+    await proxy.cut();
+    await until(() => log.lines.length > 0, 'the outage line');
+    let errors = 0;
+    redis.on('error', () => void (errors += 1));
+    await until(() => errors >= 2, 'two more reconnection attempts refused');
+    await proxy.restore();
+    await until(() => log.lines.length > 1, 'the back line', 10_000);
+    expect(redis.status).toBe('ready');
+    // A command answered after the back line adds nothing.
+    expect(await redis.ping()).toBe('PONG');
+    expect(messages()).toEqual([
+      'redis error; reconnecting (not logged again until it is back)',
+      'Redis is back: shared limits and caches restored',
+    ]);
+    expect(log.lines.map((l) => l.level)).toEqual([40, 40]);
+
+    // The next outage is logged again, and closed again.
+    await proxy.cut();
+    await until(() => log.lines.length > 2, 'the second outage line');
+    await proxy.restore();
+    await until(() => log.lines.length > 3, 'the second back line', 10_000);
+    expect(messages().slice(2)).toEqual([
+      'redis error; reconnecting (not logged again until it is back)',
       'Redis is back: shared limits and caches restored',
     ]);
   });
