@@ -5,6 +5,12 @@ export function isSelectRefusal(err: unknown): boolean {
   return err instanceof ReplyError && (err as { command?: { name?: string } }).command?.name === 'select';
 }
 
+/**
+ * Emitted by the process's Redis connection (src/shared/redis-connection.ts) when REDIS_URL gives a
+ * password and Redis needs none: it answers AUTH with an error, and the connection goes on without.
+ */
+export const PASSWORD_NOT_NEEDED = 'atrium:password-not-needed';
+
 interface Log {
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
@@ -70,6 +76,13 @@ export class SharedStateHealth {
     });
     // Ready: the server answered the connection's ready check, so it answers again.
     redis?.on('ready', () => this.recovered());
+    // Sent again on every connection and reconnection; a setting that stays wrong is said once.
+    redis?.once(PASSWORD_NOT_NEEDED, (err: Error) =>
+      this.log.warn(
+        { err: err.message },
+        'REDIS_URL gives a password, but this Redis server requires none: connected without it',
+      ),
+    );
   }
 
   useLogger(log: Log): void {

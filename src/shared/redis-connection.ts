@@ -1,7 +1,7 @@
-import { Redis } from 'ioredis';
+import { type Command, Redis, type RedisOptions } from 'ioredis';
 import { withoutPassword } from '../config/redact.js';
 import { ConfigError } from '../config/schema.js';
-import { isSelectRefusal, REDIS_CALL_TIMEOUT_MS } from './health.js';
+import { isSelectRefusal, PASSWORD_NOT_NEEDED, REDIS_CALL_TIMEOUT_MS } from './health.js';
 
 /**
  * A connection that waits on Redis this long with commands outstanding and nothing received is
@@ -29,13 +29,52 @@ export const REDIS_SOCKET_TIMEOUT_MS = 4 * REDIS_CALL_TIMEOUT_MS;
  * (src/shared/redis-broadcast.ts): its SUBSCRIBE must be sent again.
  */
 export function connectRedis(url: string): Redis {
-  return new Redis(url, {
+  return new QuietAuthRedis(url, {
     lazyConnect: false,
     maxRetriesPerRequest: 2,
     enableOfflineQueue: true,
     socketTimeout: REDIS_SOCKET_TIMEOUT_MS,
     autoResendUnfulfilledCommands: false,
   });
+}
+
+/** Redis's two answers to an AUTH with a password when the server (or its `default` user) has none. */
+const NO_PASSWORD_SET = /no password is set|without any password configured for the default user/;
+
+/**
+ * A connection that reports a password Redis does not need as an event instead of a console line.
+ * ioredis takes that answer to its AUTH as harmless (it goes on, unauthenticated, which works) but
+ * says so with `console.warn("[WARN] This Redis server's `default` user does not require a password,
+ * but a password was supplied")`: plain text on stderr, in the middle of the process's JSON lines
+ * (one JSON object a line, D11), on every connection and reconnection. So the AUTH command's
+ * refusal is taken as the success ioredis makes of it anyway, before ioredis sees it, and emitted
+ * as PASSWORD_NOT_NEEDED, which SharedStateHealth logs once, as a pino warning. Done on this
+ * connection's own commands, not by replacing `console.warn` for the whole process. Its duplicates
+ * (the broadcast's listening connection) do the same and report on this one.
+ */
+class QuietAuthRedis extends Redis {
+  constructor(url: string | undefined, options: RedisOptions) {
+    if (url === undefined) super(options);
+    else super(url, options);
+  }
+
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    if (command.name === 'auth') {
+      const reject = command.reject;
+      command.reject = (err: Error) => {
+        if (!NO_PASSWORD_SET.test(err.message)) return reject(err);
+        this.emit(PASSWORD_NOT_NEEDED, err);
+        command.resolve('OK');
+      };
+    }
+    return super.sendCommand(command, stream);
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    const copy = new QuietAuthRedis(undefined, { ...this.options, ...override });
+    copy.on(PASSWORD_NOT_NEEDED, (err: Error) => this.emit(PASSWORD_NOT_NEEDED, err));
+    return copy;
+  }
 }
 
 /**
