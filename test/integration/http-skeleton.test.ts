@@ -61,4 +61,11 @@ describe('HTTP skeleton', () => {
     expect(res.body).toContain('atrium_http_request_duration_seconds_bucket');
     expect(res.body).toContain('atrium_nodejs_eventloop_lag_seconds');
   });
+
+  it('leaves atrium_redis_up out of /metrics when no REDIS_URL is set, as its help text says', async () => {
+    const res = await atrium.http!.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('atrium_shared_state_degraded_total');
+    expect(res.body).not.toMatch(/^atrium_redis_up/m);
+  });
 });
