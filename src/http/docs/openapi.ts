@@ -1,5 +1,6 @@
 import type { Config } from '../../config/schema.js';
 import { ErrorBodySchema, ErrorDetailSchema } from '../rest/common-schemas.js';
+import { isV1Path, v1DeprecationHeaderDocs } from '../rest/orders/deprecation.js';
 import { findAuthTag, securityFor, securitySchemes } from './security.js';
 import { TOKEN_SERVER_SCHEMAS, TOKEN_SERVER_TAG, tokenServerOperation } from './token-server.js';
 
@@ -26,6 +27,33 @@ const RETRY_AFTER = {
   description: 'Whole seconds (at least 1) until the oldest counted request leaves the window.',
   schema: { type: 'integer', minimum: 1 },
 };
+
+/** Set on every answer by the request-context plugin (src/http/plugins/request-context.ts). */
+const REQUEST_ID = {
+  description: "This request's id, as in the error body's `request_id` and the access log.",
+  schema: { type: 'string' },
+};
+
+/** @fastify/cors (src/http/cors.ts) varies every answer on Origin, whether or not it was listed. */
+const VARY = {
+  description:
+    "Always includes `Origin` (CORS); an answer that depends on the caller's credentials also names `Authorization` and `X-API-Key`.",
+  schema: { type: 'string' },
+};
+
+/** The challenges of src/auth/authenticator.ts (401) and of the caller step in src/http/auth.ts (403). */
+const CHALLENGE = {
+  description:
+    'On 401: `Bearer`, with `error="invalid_token"` and an `error_description` when a bearer token was refused.',
+  schema: { type: 'string' },
+};
+const SCOPE_CHALLENGE = {
+  description:
+    'Sent when the credentials were a bearer token: `Bearer error="insufficient_scope", scope="<the route\'s scope>"`.',
+  schema: { type: 'string' },
+};
+
+const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
 const TOKEN_SERVER_PATHS = /^\/(oauth\/|\.well-known\/|authorize$)/;
 
@@ -79,7 +107,15 @@ export function openapiBase(config: Config, version: string): Json {
         RateLimitedBody: rateLimitedBody(),
         ...structuredClone(TOKEN_SERVER_SCHEMAS),
       },
-      headers: { ...RATE_LIMIT_HEADERS, 'Retry-After': RETRY_AFTER },
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        'Retry-After': RETRY_AFTER,
+        'X-Request-Id': REQUEST_ID,
+        Vary: VARY,
+        'WWW-Authenticate': CHALLENGE,
+        InsufficientScopeChallenge: SCOPE_CHALLENGE,
+        ...v1DeprecationHeaderDocs(config.v1Sunset),
+      },
     },
   };
 }
@@ -147,44 +183,61 @@ const errorResponse = (description: string, schema = 'ErrorBody'): Json => ({
 export function finishDocument(doc: Json): Json {
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
   for (const [path, item] of Object.entries(paths)) {
-    // The token server has its own error body, client authentication and failure limits.
-    if (TOKEN_SERVER_PATHS.test(path)) continue;
     for (const [method, operation] of Object.entries(item)) {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
       const responses = operation.responses as Record<string, Json>;
-      for (const [status, response] of Object.entries(responses)) referenceErrorBodies(status, response);
-      // Fastify's parser reads a body sent with any of these methods, whether or not the route
-      // declares one (a cancel, a DELETE): text/plain is 415 and too large is 413 before the route
-      // runs (src/http/errors.ts), so every such operation documents both.
-      if (operation.requestBody !== undefined || BODY_METHODS.has(method)) {
-        responses['413'] ??= errorResponse(
-          'The request body is larger than the limit (`payload_too_large`).',
-        );
-        responses['415'] ??= errorResponse(
-          'The request body is not `application/json` (`unsupported_media_type`).',
-        );
-      }
-      if (!isSecured(operation)) continue;
-      responses['401'] ??= errorResponse(
-        'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',
-      );
-      // A token (or a viewer's key) can lack the route's scope: the caller step answers 403.
-      if (requiredScopes(operation).length > 0) {
-        responses['403'] ??= errorResponse(
-          '`insufficient_scope`: the credentials lack the route\'s scope (`WWW-Authenticate: Bearer error="insufficient_scope"`).',
-        );
-      }
-      responses['429'] = errorResponse('Rate limit exceeded.', 'RateLimitedBody');
-      for (const [status, response] of Object.entries(responses)) {
-        if (status === '401') continue;
+      // The token server has its own error body, client authentication, headers and failure limits.
+      if (!TOKEN_SERVER_PATHS.test(path)) finishRestOperation(method, operation, responses);
+      // After the responses added above, so that they carry these too.
+      for (const response of Object.values(responses)) {
         const headers = (response.headers ??= {}) as Json;
-        for (const name of Object.keys(RATE_LIMIT_HEADERS))
-          headers[name] = { $ref: `#/components/headers/${name}` };
-        if (status === '429') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+        headers['X-Request-Id'] = headerRef('X-Request-Id');
+        // A route's own, more precise Vary (src/http/rest/common-schemas.ts) stays.
+        headers.Vary ??= headerRef('Vary');
+        // The onSend hook of src/http/rest/orders/index.ts, on every answer under /api/v1.
+        if (isV1Path(path)) for (const name of V1_HEADERS) headers[name] = headerRef(name);
       }
     }
   }
   return doc;
+}
+
+const V1_HEADERS = Object.keys(v1DeprecationHeaderDocs(new Date(0)));
+
+function finishRestOperation(method: string, operation: Json, responses: Record<string, Json>): void {
+  for (const [status, response] of Object.entries(responses)) referenceErrorBodies(status, response);
+  // Fastify's parser reads a body sent with any of these methods, whether or not the route
+  // declares one (a cancel, a DELETE): text/plain is 415 and too large is 413 before the route
+  // runs (src/http/errors.ts), so every such operation documents both.
+  if (operation.requestBody !== undefined || BODY_METHODS.has(method)) {
+    responses['413'] ??= errorResponse('The request body is larger than the limit (`payload_too_large`).');
+    responses['415'] ??= errorResponse(
+      'The request body is not `application/json` (`unsupported_media_type`).',
+    );
+  }
+  if (!isSecured(operation)) return;
+  responses['401'] ??= errorResponse(
+    'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',
+  );
+  // A token (or a viewer's key) can lack the route's scope: the caller step answers 403.
+  const scoped = requiredScopes(operation).length > 0;
+  if (scoped) {
+    responses['403'] ??= errorResponse(
+      '`insufficient_scope`: the credentials lack the route\'s scope (`WWW-Authenticate: Bearer error="insufficient_scope"`).',
+    );
+  }
+  responses['429'] = errorResponse('Rate limit exceeded.', 'RateLimitedBody');
+  for (const [status, response] of Object.entries(responses)) {
+    const headers = (response.headers ??= {}) as Json;
+    // The caller step's challenges: every 401, and a bearer token's 403 for a lacking scope.
+    if (status === '401') {
+      headers['WWW-Authenticate'] = headerRef('WWW-Authenticate');
+      continue;
+    }
+    if (status === '403' && scoped) headers['WWW-Authenticate'] = headerRef('InsufficientScopeChallenge');
+    for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = headerRef(name);
+    if (status === '429') headers['Retry-After'] = headerRef('Retry-After');
+  }
 }
 
 function referenceErrorBodies(status: string, response: Json): void {

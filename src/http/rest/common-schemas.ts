@@ -49,6 +49,33 @@ export const CursorQuery = Type.String({
   description: 'Opaque cursor from pagination.next_cursor.',
 });
 
+/**
+ * Response headers that routes set themselves, declared (in the response schema's `headers`, which
+ * the OpenAPI generator reads) from the same constants the routes send.
+ */
+export const NO_STORE = 'no-store';
+export const NoStoreHeaders = {
+  'Cache-Control': {
+    type: 'string',
+    const: NO_STORE,
+    description: '`no-store`: a page is a snapshot that no cache should keep.',
+  },
+};
+
+/** The names a representation that depends on the caller's credentials varies on. */
+export const CALLER_VARY = ['Authorization', 'X-API-Key'] as const;
+export const CallerVaryHeaders = {
+  Vary: {
+    type: 'string',
+    description: `Includes \`${CALLER_VARY.join(', ')}\`: the answer depends on the caller's credentials.`,
+  },
+};
+
+/** A 201's Location header, naming the created resource by its path template. */
+export const locationHeader = (template: string) => ({
+  Location: { type: 'string', description: `The created resource: \`${template}\`.` },
+});
+
 /** Error responses shared by every authenticated route, for the OpenAPI document. */
 export const standardErrors = {
   400: { ...ErrorBodySchema, description: 'Invalid request fields (validation_error with details).' },

@@ -788,4 +788,108 @@ describe('the document against the server’s real answers', () => {
       expect(successes, `${method} ${path}`).toEqual([status]);
     }
   });
+
+  /**
+   * The headers the project sets (as against Node's and Fastify's own: date, content-length...).
+   * A client generated from the document sees only what the document declares.
+   */
+  const PROJECT_HEADERS = [
+    'x-request-id',
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'retry-after',
+    'deprecation',
+    'sunset',
+    'link',
+    'location',
+    'www-authenticate',
+    'cache-control',
+    'vary',
+    'etag',
+    'last-modified',
+    'x-cache',
+    'idempotent-replayed',
+  ];
+
+  it('declares, for the operation and status answered, every header the project set on a real answer', async () => {
+    const { atrium } = server;
+    const key = (await atrium.caller()).headers;
+    const product = await atrium.services.core.products.create({ name: 'Widget', priceCents: 1250 });
+    const orderBody = JSON.stringify({
+      items: [{ product_id: product.id, quantity: 1 }],
+      currency: 'USD',
+      shipping_address: { name: 'A', street: 'B 1', city: 'C', postal_code: 'SW1Y 4JH', country: 'GB' },
+    });
+    const json = { 'content-type': 'application/json' };
+    const reader = await atrium.services.oauth.clients.create({ name: 'Reader', scopes: 'orders:read' });
+    const cc = await fetch(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basic(reader.client_id, reader.client_secret!),
+      },
+      body: form({ grant_type: 'client_credentials' }),
+    });
+    const readOnly = { authorization: `Bearer ${((await cc.json()) as Json).access_token}` };
+
+    const undeclared: string[] = [];
+    const seen = new Set<string>();
+    async function check(method: string, template: string, path: string, init: RequestInit = {}) {
+      const res = await fetch(`${server.url}${path}`, { ...init, method });
+      const text = await res.text();
+      const operation = doc.paths[template]?.[method.toLowerCase()] as Json | undefined;
+      expect(operation, `${method} ${template} is not in the document`).toBeDefined();
+      const response = operation!.responses[String(res.status)] as Json | undefined;
+      expect(response, `${method} ${path} ${res.status} is not documented: ${text}`).toBeDefined();
+      const declared = new Set(Object.keys(response!.headers ?? {}).map((h) => h.toLowerCase()));
+      for (const name of PROJECT_HEADERS) {
+        if (!res.headers.has(name)) continue;
+        seen.add(name);
+        if (!declared.has(name)) undeclared.push(`${method} ${template} ${res.status}: ${name}`);
+      }
+      return { res, body: text === '' ? undefined : (JSON.parse(text) as Json) };
+    }
+
+    for (const v of ['v1', 'v2']) {
+      const orders = `/api/${v}/orders`;
+      const one = `${orders}/{order_id}`;
+      await check('GET', orders, orders);
+      await check('GET', orders, orders, { headers: { authorization: 'Bearer not-a-token' } });
+      await check('GET', orders, `${orders}?limit=0`, { headers: key });
+      await check('GET', orders, orders, { headers: key });
+      const init = { headers: { ...key, ...json, 'idempotency-key': `k-${v}` }, body: orderBody };
+      const created = await check('POST', orders, orders, init);
+      expect(created.res.status).toBe(201);
+      expect((await check('POST', orders, orders, init)).res.headers.get('idempotent-replayed')).toBe('true');
+      await check('POST', orders, orders, { headers: readOnly, body: orderBody });
+      const id = created.body!.id as string;
+      const read = await check('GET', one, `${orders}/${id}`, { headers: key });
+      await check('GET', one, `${orders}/${id}`, {
+        headers: { ...key, 'if-none-match': read.res.headers.get('etag')! },
+      });
+      await check('GET', one, `${orders}/ord_00000000000000000000000000`, { headers: key });
+      await check('GET', one, `${orders}/${id}`, { headers: readOnly });
+    }
+    const user = await atrium.caller();
+    await check('GET', '/v1/users/{user_id}', `/v1/users/${user.userId}`, { headers: user.headers });
+
+    const hooks = '/api/v2/webhook_endpoints';
+    const endpoint = JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['*'] });
+    const hook = await check('POST', hooks, hooks, { headers: { ...key, ...json }, body: endpoint });
+    expect(hook.res.status).toBe(201);
+    await check('GET', hooks, hooks, { headers: key });
+    await check('GET', hooks, hooks, { headers: readOnly });
+
+    const tokenForm = { 'content-type': 'application/x-www-form-urlencoded' };
+    await check('POST', '/oauth/token', '/oauth/token', { headers: tokenForm, body: 'grant_type=password' });
+    await check('POST', '/oauth/token', '/oauth/token', {
+      headers: { ...tokenForm, authorization: basic(reader.client_id, 'wrong') },
+      body: 'grant_type=client_credentials',
+    });
+
+    expect(undeclared).toEqual([]);
+    // The walk met each of them (Retry-After, which needs a 429, aside), so it checked something.
+    expect([...seen].sort()).toEqual(PROJECT_HEADERS.filter((n) => n !== 'retry-after').sort());
+  });
 });

@@ -1,4 +1,4 @@
-import { standardErrors } from '../common-schemas.js';
+import { locationHeader, standardErrors } from '../common-schemas.js';
 import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { createInput } from './input.js';
@@ -22,7 +22,7 @@ export function registerCreate({ app, services, version }: RouteContext): void {
           201: {
             ...version.orderSchema,
             description: 'Created (or replayed, with Idempotent-Replayed: true).',
-            headers: { Location: { type: 'string', description: `${path}/{order_id}` } },
+            headers: locationHeader(`${path}/{order_id}`),
           },
           ...standardErrors,
           422: errorResponse('Unknown product or coupon (validation_error with details).'),

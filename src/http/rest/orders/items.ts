@@ -1,5 +1,5 @@
 import { MAX_ITEMS } from '../../../domain/order-model.js';
-import { Page, standardErrors } from '../common-schemas.js';
+import { locationHeader, Page, standardErrors } from '../common-schemas.js';
 import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { itemInput } from './input.js';
@@ -90,7 +90,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
           201: {
             ...version.itemSchema,
             description: 'The new item.',
-            headers: { Location: { type: 'string', description: `${base}/{item_id}` } },
+            headers: locationHeader(`${base}/{item_id}`),
           },
           ...standardErrors,
           404: notFound,

@@ -1,5 +1,5 @@
 import type { OrderPage } from '../../../domain/order-model.js';
-import { Page, standardErrors } from '../common-schemas.js';
+import { NO_STORE, NoStoreHeaders, Page, standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type RouteContext } from './common.js';
 import { ListQuery } from './schemas.js';
 import type { ApiVersion } from './versions.js';
@@ -26,13 +26,13 @@ export function registerList({ app, services, version }: RouteContext): void {
             'from (caller, sort and status filter); using it elsewhere is 400.',
         ),
         querystring: ListQuery,
-        response: { 200: Page(version.orderSchema), ...standardErrors },
+        response: { 200: { ...Page(version.orderSchema), headers: NoStoreHeaders }, ...standardErrors },
       },
     },
     async (request, reply) => {
       const limit = request.query.limit ?? 20;
       const page = await services.core.orders.list(actorOf(request), { ...request.query, limit });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return pageBody(version, page, limit);
     },
   );

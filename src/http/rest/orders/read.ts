@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { standardErrors } from '../common-schemas.js';
+import { CALLER_VARY, CallerVaryHeaders, standardErrors } from '../common-schemas.js';
 import { notModified } from './conditional.js';
 import { actorOf, addVary, authOn, docs, headerText, type RouteContext } from './common.js';
 import { errorResponse, OrderParams } from './schemas.js';
@@ -10,6 +10,7 @@ const VALIDATOR_HEADERS = {
   ETag: { type: 'string', description: 'Quoted hash of this representation.' },
   'Last-Modified': { type: 'string', description: 'HTTP date of the last change.' },
   'Cache-Control': { type: 'string', description: CACHE_CONTROL },
+  ...CallerVaryHeaders,
 };
 
 /** GET one order, with validators for conditional requests. */
@@ -49,7 +50,7 @@ export function registerRead({ app, services, version }: RouteContext): void {
       reply.header('etag', etag);
       reply.header('last-modified', lastModified.toUTCString());
       reply.header('cache-control', CACHE_CONTROL);
-      addVary(reply, 'Authorization', 'X-API-Key');
+      addVary(reply, ...CALLER_VARY);
       const conditions = {
         ifNoneMatch: headerText(request, 'if-none-match'),
         ifModifiedSince: headerText(request, 'if-modified-since'),

@@ -1,4 +1,4 @@
-import { ErrorBodySchema, Page, standardErrors } from '../common-schemas.js';
+import { ErrorBodySchema, NO_STORE, NoStoreHeaders, Page, standardErrors } from '../common-schemas.js';
 import { actorOf, authOn, docs, type OrdersApp } from './common.js';
 import type { Services } from '../../../compose.js';
 import { pageBody } from './list.js';
@@ -36,7 +36,7 @@ function registerRoute(app: OrdersApp, services: Services): void {
         params: UserParams,
         querystring: ListQuery,
         response: {
-          200: Page(V2.orderSchema),
+          200: { ...Page(V2.orderSchema), headers: NoStoreHeaders },
           ...standardErrors,
           404: { ...ErrorBodySchema, description: 'No such user (error NOT_FOUND).' },
         },
@@ -48,7 +48,7 @@ function registerRoute(app: OrdersApp, services: Services): void {
         ...request.query,
         limit,
       });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return pageBody(V2, page, limit);
     },
   );

@@ -6,6 +6,7 @@ import type { Scope } from '../../../auth/scopes.js';
 import type { Services } from '../../../compose.js';
 import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-policies.js';
 import type { RouteModule } from '../../routes.js';
+import { CALLER_VARY, CallerVaryHeaders } from '../common-schemas.js';
 import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { restUser } from '../shapes.js';
 import { restUserReads } from './cache.js';
@@ -89,6 +90,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
                   enum: ['HIT', 'MISS'],
                   description: 'Whether the cache answered.',
                 },
+                ...CallerVaryHeaders,
               },
             },
             ...userApiErrors,
@@ -108,7 +110,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         assertMayReadUser(toActor(principal), id);
         reply.header('cache-control', USER_CACHE_CONTROL).header('x-cache', hit ? 'HIT' : 'MISS');
         // Authenticated by header rather than cookie: a shared cache must key on the credentials.
-        addVary(reply, 'Authorization', 'X-API-Key');
+        addVary(reply, ...CALLER_VARY);
         // The cached text is already the JSON body; sending it as is skips serialising it again.
         return reply.type(JSON_TYPE).send(json as never);
       },

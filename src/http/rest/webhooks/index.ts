@@ -5,7 +5,7 @@ import type { Services } from '../../../compose.js';
 import { webhooksOf } from '../../../webhooks/index.js';
 import { webhookMetricsFor } from '../../../webhooks/metrics.js';
 import type { RouteModule } from '../../routes.js';
-import { Page, standardErrors } from '../common-schemas.js';
+import { locationHeader, NO_STORE, NoStoreHeaders, Page, standardErrors } from '../common-schemas.js';
 import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { actorOf, authOn } from '../orders/common.js';
 import {
@@ -61,7 +61,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ),
         body: CreateEndpointBody,
         response: {
-          201: { ...EndpointWithSecretSchema, description: 'The endpoint and its secret (shown only here).' },
+          201: {
+            ...EndpointWithSecretSchema,
+            description: 'The endpoint and its secret (shown only here).',
+            headers: locationHeader(`${BASE}/{endpoint_id}`),
+          },
           ...standardErrors,
           422: errorResponse('Unknown user, or too many endpoints.'),
         },
@@ -91,7 +95,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       schema: {
         ...docs('List webhook endpoints', "The caller's endpoints, newest first."),
         querystring: EndpointListQuery,
-        response: { 200: Page(EndpointSchema), ...standardErrors },
+        response: { 200: { ...Page(EndpointSchema), headers: NoStoreHeaders }, ...standardErrors },
       },
     },
     async (request, reply) => {
@@ -101,7 +105,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         userId: request.query.user_id,
         limit,
       });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return page(p, limit);
     },
   );
@@ -212,7 +216,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...docs('List deliveries to an endpoint', 'One delivery per event; newest first.'),
         params: EndpointParams,
         querystring: DeliveryListQuery,
-        response: { 200: Page(DeliverySchema), ...standardErrors, ...notFound },
+        response: {
+          200: { ...Page(DeliverySchema), headers: NoStoreHeaders },
+          ...standardErrors,
+          ...notFound,
+        },
       },
     },
     async (request, reply) => {
@@ -221,7 +229,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...request.query,
         limit,
       });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return page(p, limit);
     },
   );
@@ -237,7 +245,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ),
         params: EndpointParams,
         querystring: AttemptListQuery,
-        response: { 200: Page(AttemptSchema), ...standardErrors, ...notFound },
+        response: {
+          200: { ...Page(AttemptSchema), headers: NoStoreHeaders },
+          ...standardErrors,
+          ...notFound,
+        },
       },
     },
     async (request, reply) => {
@@ -246,7 +258,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...request.query,
         limit,
       });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return page(p, limit);
     },
   );
@@ -305,7 +317,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...docs('List the delivery attempts of an event', 'To every endpoint it went to, oldest first.'),
         params: EventParams,
         querystring: AttemptListQuery,
-        response: { 200: Page(AttemptSchema), ...standardErrors, ...notFound },
+        response: {
+          200: { ...Page(AttemptSchema), headers: NoStoreHeaders },
+          ...standardErrors,
+          ...notFound,
+        },
       },
     },
     async (request, reply) => {
@@ -314,7 +330,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
         ...request.query,
         limit,
       });
-      reply.header('cache-control', 'no-store');
+      reply.header('cache-control', NO_STORE);
       return page(p, limit);
     },
   );
