@@ -1,14 +1,8 @@
 import type { ClientService, OAuthClient } from './clients.js';
-import {
-  InvalidRequest,
-  InvalidScope,
-  OAuthError,
-  UnauthorizedClient,
-  UnsupportedResponseType,
-} from './errors.js';
+import { InvalidRequest, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
 import type { Params } from './http.js';
 import { isValidS256Challenge } from './pkce.js';
-import { requestedScope } from './scope.js';
+import { overlappingScope } from './scope.js';
 
 /** The parameters a login or consent form carries back to POST /authorize unchanged. */
 export const CARRIED_PARAMS = [
@@ -93,8 +87,7 @@ export async function checkAuthorizationRequest(
       throw new InvalidRequest('code_challenge_method must be S256 (plain is not allowed).');
     if (!isValidS256Challenge(challenge))
       throw new InvalidRequest('code_challenge must be a base64url SHA-256 (43 characters).');
-    const scope = requestedScope(params.get('scope'), client.scopes);
-    if (scope.length === 0) throw new InvalidScope('No scope was requested.');
+    const scope = overlappingScope(params.get('scope'), client.scopes);
     const carried = Object.fromEntries(CARRIED_PARAMS.map((name) => [name, params.get(name)]));
     return { kind: 'ok', request: { client, redirectUri, state, scope, codeChallenge: challenge, carried } };
   } catch (err) {
@@ -111,10 +104,21 @@ export async function checkAuthorizationRequest(
   }
 }
 
-/** The registered URI with the response appended to its query (RFC 6749 §4.1.2; `iss` per RFC 9207). */
+/**
+ * The registered URI with the response appended to its query (RFC 6749 §4.1.2; `iss` per RFC 9207).
+ * Spaces as %20, not the form encoding's `+`: both decode to a space in a query parser, but Swagger
+ * UI and others show error_description without decoding `+` ("Scope+not+allowed"). The form
+ * encoding writes a real `+` as %2B, so every `+` left in its output stands for a space.
+ */
 export function redirectTo(redirectUri: string, values: Record<string, string | undefined>): string {
   const url = new URL(redirectUri);
-  for (const [name, value] of Object.entries(values))
-    if (value !== undefined) url.searchParams.append(name, value);
+  const added = new URLSearchParams(
+    Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  )
+    .toString()
+    .replace(/\+/g, '%20');
+  if (added === '') return url.href;
+  const existing = url.search.slice(1);
+  url.search = existing === '' ? added : `${existing}&${added}`;
   return url.href;
 }

@@ -1,5 +1,5 @@
-import { InvalidScope, UnauthorizedClient } from '../errors.js';
-import { requestedScope } from '../scope.js';
+import { UnauthorizedClient } from '../errors.js';
+import { overlappingScope } from '../scope.js';
 import type { GrantHandler } from './types.js';
 
 /** RFC 6749 §4.4: a confidential client acting for itself; `sub` is the client id. No refresh token. */
@@ -8,8 +8,7 @@ export const clientCredentialsGrant: GrantHandler = async ({ oauth, request, par
   if (method === 'none' || !client.grantTypes.includes('client_credentials')) {
     throw new UnauthorizedClient('This client may not use the client_credentials grant.');
   }
-  const scope = requestedScope(params.single('scope'), client.scopes);
-  if (scope.length === 0) throw new InvalidScope('No scope could be granted.');
+  const scope = overlappingScope(params.single('scope'), client.scopes);
   const issued = await oauth.tokens.issue({ subject: client.id, clientId: client.id, scope });
   return {
     access_token: issued.token,
