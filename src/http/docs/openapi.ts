@@ -199,6 +199,7 @@ export function finishDocument(doc: Json): Json {
       }
     }
   }
+  dropUnusedHoistedSchemas(doc);
   return doc;
 }
 
@@ -237,6 +238,23 @@ function finishRestOperation(method: string, operation: Json, responses: Record<
     if (status === '403' && scoped) headers['WWW-Authenticate'] = headerRef('InsufficientScopeChallenge');
     for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = headerRef(name);
     if (status === '429') headers['Retry-After'] = headerRef('Retry-After');
+  }
+}
+
+/**
+ * A schema with an `$id` nested in a route's schema (ErrorDetail inside ErrorBody) is hoisted by
+ * the generator as `def-N`; once the inline error bodies have become references to ErrorBody
+ * nothing points at it any more, and linters report it unused.
+ */
+function dropUnusedHoistedSchemas(doc: Json): void {
+  const components = (doc.components ?? {}) as Json;
+  const schemas = (components.schemas ?? {}) as Json;
+  const hoisted = Object.keys(schemas).filter((name) => /^def-\d+$/.test(name));
+  if (hoisted.length === 0) return;
+  const text = JSON.stringify(doc);
+  for (const name of hoisted) {
+    const ref = `"#/components/schemas/${name}"`;
+    if (!text.includes(ref)) delete schemas[name];
   }
 }
 

@@ -399,6 +399,7 @@ const AUTHORIZE_REDIRECT_ERROR =
 /** The documented operations, by `METHOD url` exactly as the routes are registered. */
 export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
   'POST /oauth/token': {
+    operationId: 'requestToken',
     summary: 'Token endpoint: client credentials, authorization code with PKCE, refresh token',
     description:
       'RFC 6749 §3.2. The grant is chosen by `grant_type`; `password` and `implicit` do not exist (OAuth ' +
@@ -450,6 +451,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'POST /oauth/token/refresh': {
+    operationId: 'rotateRefreshToken',
     summary: 'Rotate a refresh token (JSON)',
     description:
       'The JSON door to the same rotation as `grant_type=refresh_token`. The refresh token, bound to its ' +
@@ -475,6 +477,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'POST /oauth/introspect': {
+    operationId: 'introspectToken',
     summary: 'Token introspection (RFC 7662)',
     description:
       'For resource servers, registered as confidential clients: HTTP Basic is required. An access token ' +
@@ -496,6 +499,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'GET /.well-known/jwks.json': {
+    operationId: 'getJwks',
     summary: 'Public signing keys (JWKS)',
     description:
       'The keys access tokens are verified with, by `kid`. A new key is published at least the max-age ' +
@@ -511,6 +515,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'GET /.well-known/oauth-authorization-server': {
+    operationId: 'getAuthorizationServerMetadata',
     summary: 'Authorization server metadata (RFC 8414)',
     description: 'Discovery: endpoints, scopes, grants and methods this server supports.',
     security: [],
@@ -523,6 +528,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'GET /authorize': {
+    operationId: 'authorize',
     summary: 'Authorization endpoint: start the code flow (login page)',
     description:
       'RFC 6749 §4.1.1 with PKCE S256 required. Checks the request and shows the sign-in page (server-' +
@@ -539,6 +545,7 @@ export const TOKEN_SERVER_OPERATIONS: Record<string, Json> = {
     },
   },
   'POST /authorize': {
+    operationId: 'submitAuthorization',
     summary: 'Authorization endpoint: sign in and consent',
     description:
       'Posted by the login and consent pages. Runs: check the request → CSRF → deny? → sign in (password, ' +

@@ -127,6 +127,54 @@ describe('OpenAPI document and docs pages', () => {
     }
   });
 
+  it('uses every component it declares: nothing left over from the generator (def-N)', () => {
+    const components = doc.components as Record<string, Json>;
+    const unused: string[] = [];
+    for (const [kind, entries] of Object.entries(components)) {
+      if (kind === 'securitySchemes') continue; // referenced by name, not by $ref
+      for (const name of Object.keys(entries)) {
+        const pointer = `#/components/${kind}/${name}`;
+        // Referenced from anywhere but the entry itself.
+        const others = { ...doc, components: { ...components, [kind]: { ...entries, [name]: null } } };
+        if (!collectRefs(others).includes(pointer)) unused.push(pointer);
+      }
+    }
+    expect(unused).toEqual([]);
+  });
+
+  it('names every operation with a unique, readable operationId; a v1 copy is its v2 name plus V1', () => {
+    const ids = operations(doc).map(({ path, method, op }) => ({
+      path,
+      method,
+      id: op.operationId as unknown,
+    }));
+    const missing = ids
+      .filter(({ id }) => typeof id !== 'string')
+      .map(({ path, method }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+    for (const { id, path } of ids) expect(id, path).toMatch(/^[a-z][A-Za-z0-9]*$/);
+    const names = ids.map(({ id }) => id as string);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+    for (const { path, method, id } of ids) {
+      if (!path.startsWith('/api/v1/')) continue;
+      const v2 = doc.paths[path.replace('/api/v1/', '/api/v2/')]?.[method] as Json | undefined;
+      expect(v2, `${method} ${path} has no v2 counterpart`).toBeDefined();
+      expect(id, `${method} ${path}`).toBe(`${v2!.operationId}V1`);
+    }
+    // The names a generated client shows; a rename breaks its callers, so it is a deliberate change.
+    const byRoute = Object.fromEntries(
+      ids.map(({ path, method, id }) => [`${method.toUpperCase()} ${path}`, id]),
+    );
+    expect(byRoute).toMatchObject({
+      'GET /api/v2/orders': 'listOrders',
+      'GET /api/v1/orders/{order_id}': 'getOrderV1',
+      'POST /api/v2/orders/{order_id}/cancel': 'cancelOrder',
+      'GET /v1/users/{user_id}': 'getUser',
+      'POST /api/v2/webhook_endpoints': 'createWebhookEndpoint',
+      'POST /oauth/token': 'requestToken',
+    });
+  });
+
   it('describes the service: info, the public server and the ErrorBody component', () => {
     expect(doc.info).toMatchObject({ title: 'Atrium API', version: expect.any(String) });
     // Relative first, so Swagger UI calls the origin it was opened at; PUBLIC_URL as well.

@@ -38,7 +38,7 @@ export function registerActions({ app, services, version }: RouteContext): void 
       {
         onRequest: authOn(services, 'orders:write'),
         schema: idempotentSchema({
-          ...docs(version, action.summary, action.description + ORDER_CONDITIONS_NOTE),
+          ...docs(version, `${action.name}Order`, action.summary, action.description + ORDER_CONDITIONS_NOTE),
           params: OrderParams,
           headers: ConditionalWriteHeaders,
           response: {

@@ -47,15 +47,21 @@ export function authOn(services: Services, scope: Scope): onRequestAsyncHookHand
 /**
  * OpenAPI metadata shared by every order route. No `security` here: the document takes it from the
  * route's caller step (authOn), with the scope that step enforces (src/http/docs/security.ts).
+ * `operationId` is the v2 name; the v1 copy of the route gets it with `V1` appended (docs/rest.md).
  */
-export function docs(version: ApiVersion, summary: string, description?: string) {
+export function docs(version: ApiVersion, operationId: string, summary: string, description?: string) {
   return {
     tags: [version.deprecated ? 'orders (v1, deprecated)' : 'orders'],
+    operationId: versionedOperationId(version.name, operationId),
     summary,
     ...(description ? { description } : {}),
     ...(version.deprecated ? { deprecated: true } : {}),
   };
 }
+
+/** The convention of docs/rest.md: an operation's v1 copy is named as its v2 one plus `V1`. */
+export const versionedOperationId = (version: 'v1' | 'v2', name: string): string =>
+  version === 'v1' ? `${name}V1` : name;
 
 /** Adds names to Vary without dropping what other steps (CORS) put there. */
 export function addVary(reply: FastifyReply, ...names: string[]): void {

@@ -14,6 +14,7 @@ export function registerCreate({ app, services, version }: RouteContext): void {
       schema: idempotentSchema({
         ...docs(
           version,
+          'createOrder',
           'Create an order',
           'Prices come from the product catalogue. Send an Idempotency-Key to make retries safe.',
         ),

@@ -32,6 +32,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'listOrderItems',
           'List the items of an order',
           `Oldest first, paged like every list (limit 1 to 100, default 20; an order holds at most ${MAX_ITEMS}). ` +
             'The cursor is bound to the order it came from; using it elsewhere is 400.',
@@ -60,7 +61,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
       onRequest: authOn(services, 'orders:read'),
       config: { readOnly: true },
       schema: {
-        ...docs(version, 'Retrieve one item of an order'),
+        ...docs(version, 'getOrderItem', 'Retrieve one item of an order'),
         params: ItemParams,
         response: { 200: version.itemSchema, ...standardErrors, 404: notFound },
       },
@@ -78,6 +79,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
       schema: idempotentSchema({
         ...docs(
           version,
+          'addOrderItem',
           'Add an item to an order',
           'Body: { product_id, quantity }. Allowed while the order is PENDING and has fewer than 50 items; ' +
             'the unit price comes from the catalogue and the totals are recomputed.' +
@@ -125,6 +127,7 @@ export function registerItems({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'removeOrderItem',
           'Remove an item from an order',
           'Allowed while PENDING; the last item cannot be removed.' + ORDER_CONDITIONS_NOTE,
         ),

@@ -21,6 +21,7 @@ export function registerList({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'listOrders',
           "List the caller's orders",
           'Ordered by created_at then id (descending by default). The cursor is bound to the list it came ' +
             'from (caller, sort and status filter); using it elsewhere is 400.',

@@ -23,6 +23,7 @@ export function registerRead({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'getOrder',
           'Retrieve an order',
           'Answers 304 when If-None-Match matches the ETag (weak comparison, `*` and lists accepted) or, ' +
             'without If-None-Match, when the order was not modified after If-Modified-Since.',

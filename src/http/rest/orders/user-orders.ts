@@ -28,6 +28,7 @@ function registerRoute(app: OrdersApp, services: Services): void {
       schema: {
         ...docs(
           V2,
+          'listUserOrders',
           "List a user's orders",
           'The user themself or an admin; anyone else gets 403. Same envelope, ordering and cursors as ' +
             'GET /api/v2/orders.',

@@ -31,6 +31,7 @@ export function registerWrite({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'updateOrder',
           'Update an order',
           'currency, shipping_address and coupon_code change while the order is PENDING. status: an admin ' +
             'moves it forward one step (PENDING, PROCESSING, SHIPPED, DELIVERED); CANCELLED cancels it ' +
@@ -72,6 +73,7 @@ export function registerWrite({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'replaceOrder',
           'Replace an order',
           'Replaces items, currency, shipping_address and coupon_code (omitted means none) of a PENDING ' +
             'order. Prices are taken from the catalogue again; items get new ids.' +
@@ -112,6 +114,7 @@ export function registerWrite({ app, services, version }: RouteContext): void {
       schema: {
         ...docs(
           version,
+          'deleteOrder',
           'Delete an order',
           'Removes a PENDING or CANCELLED order (a PENDING one is cancelled first, so subscribers receive ' +
             'order.cancelled). Orders in fulfilment cannot be deleted.' +

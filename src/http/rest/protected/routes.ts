@@ -46,6 +46,7 @@ export const protectedExampleRoutes: RouteModule = {
         onRequest: services.httpAuth.required('profile:read'),
         schema: {
           tags: ['examples'],
+          operationId: 'getProfile',
           summary: 'The caller as the token (or API key) describes it',
           response: { 200: { ...ProfileSchema, description: 'The caller.' }, ...errors },
         },
@@ -67,6 +68,7 @@ export const protectedExampleRoutes: RouteModule = {
         onRequest: services.httpAuth.required('data:export'),
         schema: idempotentSchema({
           tags: ['examples'],
+          operationId: 'requestDataExport',
           summary: 'Request a data export (accepted for later processing)',
           description: 'Takes no request body; the export is accepted and answered 202.',
           response: {

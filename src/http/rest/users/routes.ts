@@ -7,6 +7,7 @@ import type { Services } from '../../../compose.js';
 import { ADMIN_ONLY_UPDATE, assertMayReadUser } from '../../../domain/user-policies.js';
 import type { RouteModule } from '../../routes.js';
 import { CALLER_VARY, CallerVaryHeaders } from '../common-schemas.js';
+import { versionedOperationId } from '../orders/common.js';
 import { idempotentSchema, sendIdempotent } from '../idempotent.js';
 import { restUser } from '../shapes.js';
 import { restUserReads } from './cache.js';
@@ -73,6 +74,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         config: { readOnly: true },
         schema: {
           tags: ['users'],
+          operationId: 'getUser',
           summary: 'Get a user',
           description:
             'The caller themself or an admin; anyone else gets 403. May answer from a cache (`X-Cache: HIT` ' +
@@ -122,6 +124,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         onRequest: [auth('users:write'), adminOnly],
         schema: {
           tags: ['users'],
+          operationId: 'updateUser',
           summary: 'Update a user (admin only)',
           description: 'Changes name, email or role. Only callers with role `admin`; others get 403.',
           params: UserParams,
@@ -149,6 +152,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         config: { readOnly: true },
         schema: {
           tags: ['users'],
+          operationId: 'getOrganization',
           summary: 'Get an organization',
           description: 'Members of the organization and admins; anyone else gets 403.',
           params: OrganizationParams,
@@ -180,6 +184,7 @@ async function registerUserApi(app: FastifyInstance, services: Services): Promis
         schema: idempotentSchema({
           tags: ['users'],
           deprecated: prefix === '/api/v1',
+          operationId: versionedOperationId(prefix === '/api/v1' ? 'v1' : 'v2', 'verifyUser'),
           summary: "Verify a user's email",
           description:
             'The user themself or an admin. An action: 204 with no body; repeating it is harmless.',

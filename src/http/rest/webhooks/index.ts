@@ -28,7 +28,12 @@ import {
 
 const BASE = '/api/v2/webhook_endpoints';
 // No `security`: the document takes it, with its scope, from each route's caller step (authOn).
-const docs = (summary: string, description: string) => ({ tags: ['webhooks'], summary, description });
+const docs = (operationId: string, summary: string, description: string) => ({
+  tags: ['webhooks'],
+  operationId,
+  summary,
+  description,
+});
 const notFound = { 404: errorResponse('No endpoint (or delivery, or event) with this id.') };
 
 const page = <T>(p: { data: T[]; hasMore: boolean; nextCursor: string | null }, limit: number) => ({
@@ -55,6 +60,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: write,
       schema: idempotentSchema({
         ...docs(
+          'createWebhookEndpoint',
           'Register a webhook endpoint',
           'Returns the signing secret once. The URL must be http(s); in production a URL that resolves to a ' +
             'loopback, private or link-local address is refused (validation_error, code private_address).',
@@ -93,7 +99,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: read,
       schema: {
-        ...docs('List webhook endpoints', "The caller's endpoints, newest first."),
+        ...docs('listWebhookEndpoints', 'List webhook endpoints', "The caller's endpoints, newest first."),
         querystring: EndpointListQuery,
         response: { 200: { ...Page(EndpointSchema), headers: NoStoreHeaders }, ...standardErrors },
       },
@@ -115,7 +121,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: read,
       schema: {
-        ...docs('Retrieve a webhook endpoint', 'The secret is never shown again after creation or rotation.'),
+        ...docs(
+          'getWebhookEndpoint',
+          'Retrieve a webhook endpoint',
+          'The secret is never shown again after creation or rotation.',
+        ),
         params: EndpointParams,
         response: { 200: EndpointSchema, ...standardErrors, ...notFound },
       },
@@ -128,7 +138,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: write,
       schema: {
-        ...docs('Update a webhook endpoint', 'Change the URL or the event types, or enable or disable it.'),
+        ...docs(
+          'updateWebhookEndpoint',
+          'Update a webhook endpoint',
+          'Change the URL or the event types, or enable or disable it.',
+        ),
         params: EndpointParams,
         body: UpdateEndpointBody,
         response: { 200: EndpointSchema, ...standardErrors, ...notFound },
@@ -142,7 +156,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: write,
       schema: {
-        ...docs('Delete a webhook endpoint', 'Its deliveries and attempt records go with it.'),
+        ...docs(
+          'deleteWebhookEndpoint',
+          'Delete a webhook endpoint',
+          'Its deliveries and attempt records go with it.',
+        ),
         params: EndpointParams,
         response: { 204: Type.Null({ description: 'No body.' }), ...standardErrors, ...notFound },
       },
@@ -159,6 +177,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: write,
       schema: idempotentSchema({
         ...docs(
+          'rotateWebhookEndpointSecret',
           'Rotate the signing secret',
           'Returns the new secret once. For 24 hours deliveries carry two v1= signatures, one with the new and ' +
             'one with the old secret, so receivers verify with either.',
@@ -183,6 +202,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: write,
       schema: idempotentSchema({
         ...docs(
+          'testWebhookEndpoint',
           'Send a test event',
           'Queues a sample event of the given type (payment.failed, for one) for this endpoint only, through ' +
             'the usual schedule. Answers with the envelope that will be delivered. 409 when the endpoint is ' +
@@ -213,7 +233,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: read,
       schema: {
-        ...docs('List deliveries to an endpoint', 'One delivery per event; newest first.'),
+        ...docs(
+          'listWebhookDeliveries',
+          'List deliveries to an endpoint',
+          'One delivery per event; newest first.',
+        ),
         params: EndpointParams,
         querystring: DeliveryListQuery,
         response: {
@@ -240,6 +264,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: read,
       schema: {
         ...docs(
+          'listWebhookEndpointAttempts',
           'List delivery attempts to an endpoint',
           'Every attempt with its status code, duration, error and response excerpt; newest first.',
         ),
@@ -269,6 +294,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: write,
       schema: idempotentSchema({
         ...docs(
+          'resendWebhookDelivery',
           'Re-send a delivery',
           'Schedules a delivered or failed delivery again: a new round of up to five attempts, numbered from 1, ' +
             'with the same event id. 409 when it is still pending or the endpoint is disabled.',
@@ -299,6 +325,7 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
       onRequest: read,
       schema: {
         ...docs(
+          'getEvent',
           'Retrieve an event',
           'The envelope exactly as it is delivered; the owner of the event or an admin.',
         ),
@@ -314,7 +341,11 @@ async function registerWebhookApi(app: FastifyInstance, services: Services): Pro
     {
       onRequest: read,
       schema: {
-        ...docs('List the delivery attempts of an event', 'To every endpoint it went to, oldest first.'),
+        ...docs(
+          'listEventAttempts',
+          'List the delivery attempts of an event',
+          'To every endpoint it went to, oldest first.',
+        ),
         params: EventParams,
         querystring: AttemptListQuery,
         response: {
