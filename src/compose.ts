@@ -363,6 +363,9 @@ export async function createAtrium(
             'draining: closing what is left',
           );
         } else httpDrain?.closeAfterAnswers();
+        // Connections that carry no request would hold the drain (Fastify closes only kept-alive
+        // idle ones): a silent socket, a client trickling headers (src/http/drain.ts).
+        httpDrain?.closeUnused();
         // Redis and the database pool close even when a surface fails to: left open, they would keep
         // the process alive after its drain gave up (Fastify's close rejects once a preClose hook
         // outlasts its pluginTimeout, 10 s).

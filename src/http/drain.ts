@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 
 /**
@@ -13,12 +13,33 @@ import { Server as NetServer, type Socket } from 'node:net';
  */
 export class HttpDrain {
   private readonly sockets = new Set<Socket>();
+  /** Requests whose headers were read and whose answer has not ended, per connection. */
+  private readonly requests = new Map<Socket, number>();
   private closing = false;
+  private cutting = false;
 
   constructor(private readonly server: Server) {
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
+      socket.once('close', () => {
+        this.sockets.delete(socket);
+        this.requests.delete(socket);
+      });
+    });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      const socket = req.socket;
+      this.requests.set(socket, (this.requests.get(socket) ?? 0) + 1);
+      res.once('close', () => {
+        const left = (this.requests.get(socket) ?? 1) - 1;
+        if (left > 0) {
+          this.requests.set(socket, left);
+          return;
+        }
+        this.requests.delete(socket);
+        // The last answer on a connection during the drain's last step ends it, even one that had
+        // promised keep-alive before the drain began: an idle connection would hold the drain.
+        if (this.cutting && (socket as Socket & { parser?: unknown }).parser) destroyLater(socket);
+      });
     });
   }
 
@@ -43,6 +64,24 @@ export class HttpDrain {
   }
 
   /**
+   * The drain's last step: refuses new connections and closes every connection that carries no
+   * request, kept-alive idle ones and those that never completed a request's headers (a port
+   * scanner, a TCP health check, a browser's preconnect, a client trickling its headers). Left
+   * open, any of them held the drain until its 30 s limit and the exit was 1. A request whose
+   * headers were read is in flight, its body still arriving or not: it finishes (within
+   * REQUEST_TIMEOUT_MS) and its connection closes after the answer.
+   */
+  closeUnused(): void {
+    this.stopAccepting();
+    this.cutting = true;
+    for (const socket of this.sockets) {
+      // Upgraded (WebSocket) connections have no parser; the surface closes them itself.
+      if (!(socket as Socket & { parser?: unknown }).parser) continue;
+      if (!this.requests.has(socket)) socket.destroy();
+    }
+  }
+
+  /**
    * HTTP connections still open. Upgraded ones (WebSocket) are not counted: they hold no request
    * and end with the surface's own close (1001).
    */
@@ -52,4 +91,12 @@ export class HttpDrain {
     for (const s of this.sockets) if ((s as Socket & { parser?: unknown }).parser) n++;
     return n;
   }
+}
+
+/** Ends the connection once what was written to it has been handed to the system, then cuts it. */
+function destroyLater(socket: Socket): void {
+  if (socket.destroyed) return;
+  if (socket.writable) socket.end();
+  if (socket.writableFinished) socket.destroy();
+  else socket.once('finish', () => socket.destroy());
 }
