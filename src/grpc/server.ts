@@ -1,5 +1,5 @@
 import { constants, type Http2Session } from 'node:http2';
-import { Server as NetServer } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import { formatWithOptions } from 'node:util';
 import { Server, ServerCredentials, type ServerDuplexStream, setLogger } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -153,6 +153,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
 
   let bound = false;
   let closed: Promise<void> | undefined;
+  const connections = new ConnectionBook();
   // What the gRPC role needs (database, and Redis when configured), asked as /readyz asks it.
   const checks = checksFor(services.readiness, ['grpc']);
   const ready = async () => (await checkReadiness(checks, () => services.draining)).ready;
@@ -169,6 +170,9 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
         ),
       );
       bound = true;
+      for (const listener of (server as unknown as GrpcInternals).http2Servers?.keys() ?? []) {
+        connections.watch(listener);
+      }
       await health.follow(ready, options.healthProbeMs ?? DEFAULT_HEALTH_PROBE_MS);
       return `${host}:${port}`;
     },
@@ -202,8 +206,22 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
         if (!bound) return;
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => {
-            services.logger.warn('gRPC calls still open after the drain grace period; cancelling them');
+            const calls = connections.openCalls();
+            if (calls > 0) {
+              services.logger.warn(
+                { calls },
+                'gRPC calls still open after the drain grace period; cancelling them',
+              );
+            } else {
+              services.logger.info(
+                { connections: connections.open() },
+                'gRPC connections with no call still open after the drain grace period; closing them',
+              );
+            }
             server.forceShutdown();
+            // grpc-js's forceShutdown only ends the sockets of sessions it already closed: a peer that
+            // never ends its side keeps them half open, and they hold the process.
+            connections.destroyAll();
             resolve();
           }, options.drainGraceMs ?? 10_000);
           force.unref();
@@ -211,9 +229,62 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
             clearTimeout(force);
             resolve();
           });
+          // Connections that never began HTTP/2 (a port scanner, a TCP health check) carry no call and
+          // never answer the GOAWAY: they would hold the drain for the whole grace period.
+          connections.destroySilent();
         });
       })();
       return closed;
     },
   };
+}
+
+/**
+ * The raw sockets under grpc-js's HTTP/2 sessions, which grpc-js keeps private (and Node hides
+ * behind a proxy that refuses destroy()), with what each has carried.
+ */
+class ConnectionBook {
+  private readonly entries = new Map<Http2Session, { socket: Socket; spoke: boolean; calls: number }>();
+
+  watch(listener: NetServer): void {
+    let accepted: Socket | undefined;
+    // Node's HTTP/2 server makes the session in its own 'connection' listener and emits 'session'
+    // from there, synchronously: the socket seen just before is that session's.
+    listener.prependListener('connection', (socket: Socket) => (accepted = socket));
+    listener.on('session', (session: Http2Session) => {
+      const socket = accepted;
+      accepted = undefined;
+      if (!socket) return;
+      const entry = { socket, spoke: false, calls: 0 };
+      this.entries.set(session, entry);
+      // The client's first SETTINGS frame follows its connection preface.
+      session.once('remoteSettings', () => (entry.spoke = true));
+      session.on('stream', (stream: { once(event: 'close', listener: () => void): unknown }) => {
+        entry.spoke = true;
+        entry.calls += 1;
+        stream.once('close', () => (entry.calls -= 1));
+      });
+      // The socket's close, not the session's: a session closed gracefully can leave its socket half open.
+      socket.once('close', () => this.entries.delete(session));
+    });
+  }
+
+  /** Connections that have not sent even the HTTP/2 preface: nothing on them can be lost. */
+  destroySilent(): void {
+    for (const { socket, spoke } of this.entries.values()) if (!spoke) socket.destroy();
+  }
+
+  destroyAll(): void {
+    for (const { socket } of this.entries.values()) socket.destroy();
+  }
+
+  openCalls(): number {
+    let n = 0;
+    for (const { calls } of this.entries.values()) n += calls;
+    return n;
+  }
+
+  open(): number {
+    return this.entries.size;
+  }
 }

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { serve, type Served } from '../../helpers/serve.js';
+import { healthClient, unary } from './support.js';
+
+/**
+ * SIGTERM to a real `atrium serve --role grpc` while TCP connections to GRPC_PORT carry no call:
+ * one that never sent a byte (a port scanner, a TCP health check) and one that stopped in the middle
+ * of the HTTP/2 preface. docs/grpc.md: "Whatever is still open after 10 s is cancelled; the process
+ * exits 0".
+ *
+ * Before the fix they held the drain: at 10 s the log said gRPC calls were still open (there were
+ * none) and cancelled them, and the sockets, only half closed, kept the process alive until the 30 s
+ * limit ("drain ended but something still holds the process open; exiting").
+ */
+
+function open(address: string): Promise<Socket> {
+  const at = address.lastIndexOf(':');
+  return new Promise((resolve, reject) => {
+    // allowHalfOpen: a peer that never ends its side (gone without a reset, or a client that does not
+    // read its socket), as the outside walker's was. Flowing, so the server's end is seen ('end').
+    const socket = connect({
+      port: Number(address.slice(at + 1)),
+      host: address.slice(0, at),
+      allowHalfOpen: true,
+    });
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.removeListener('error', reject);
+      socket.on('error', () => undefined);
+      socket.resume();
+      resolve(socket);
+    });
+  });
+}
+
+describe('gRPC drain with connections that carry no call', () => {
+  let database: TestDatabase;
+  let dir: string | undefined;
+  let served: Served | undefined;
+  const sockets: Socket[] = [];
+
+  beforeAll(async () => {
+    // A file, not the in-memory default: the child process opens the same database.
+    if (testDialect() === 'sqlite') {
+      dir = mkdtempSync(join(tmpdir(), 'atrium-grpc-silent-'));
+      database = { url: `sqlite:${join(dir, 'atrium.db')}`, dialect: 'sqlite', drop: async () => undefined };
+    } else database = await freshDatabase();
+  });
+  afterEach(async () => {
+    for (const s of sockets.splice(0)) s.destroy();
+    if (served && served.child.exitCode === null && served.child.signalCode === null) await served.kill9();
+    served = undefined;
+  });
+  afterAll(async () => {
+    await database?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(
+    'closes them at once, warns of no call, and exits 0 though their peers never end their side',
+    { timeout: 60_000 },
+    async () => {
+      served = await serve({ DATABASE_URL: database.url, GRPC_PORT: '0' }, { roles: 'grpc' });
+      const s = served;
+      const silent = await open(s.grpc!);
+      const halfPreface = await open(s.grpc!);
+      sockets.push(silent, halfPreface);
+      halfPreface.write('PRI * HTTP/2.0\r\n');
+      const ended = [silent, halfPreface].map((socket) => new Promise((r) => socket.once('end', r)));
+      // A real client that made a call and stays connected, idle: it ends on the GOAWAY, as before.
+      const health = healthClient(s.grpc!);
+      const check = await unary<{ status: string }>(health, 'Check', { service: '' });
+      expect(check.error).toBeNull();
+
+      const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
+      s.child.kill('SIGTERM');
+      expect(await exited, s.stderr()).toBe(0);
+      await Promise.all(ended);
+      health.close();
+      expect(s.stderr()).toContain('"msg":"stopped"');
+      expect(s.stderr()).not.toContain('gRPC calls still open');
+      expect(s.stderr()).not.toContain('something still holds the process open');
+      expect(s.stderr()).not.toContain('drain took too long');
+    },
+  );
+});
