@@ -76,6 +76,11 @@ export interface Services {
   readiness: ReadinessCheck[];
   /** Closers run on shutdown, last registered first. */
   onClose: Array<() => Promise<void>>;
+  /**
+   * Run as the drain starts, before the surfaces close: work that must end within the drain limit
+   * starts winding down from the signal, not from its turn in onClose.
+   */
+  onDrain: Array<() => void>;
   draining: boolean;
   /** The Prometheus registry /metrics serves; anything in the process may report there. */
   metrics: Registry;
@@ -155,6 +160,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       storeOutage: new StoreOutageLog(logger, REQUEST_OUTAGE),
       readiness,
       onClose: [],
+      onDrain: [],
       draining: false,
       metrics: new Registry(),
     };
@@ -334,6 +340,7 @@ export async function createAtrium(
     close() {
       closed ??= (async () => {
         services.draining = true;
+        for (const begin of services.onDrain) begin();
         grpc?.announceDrain();
         if (config.shutdownDelayMs > 0) {
           // Behind a balancer. First keep serving as usual (readiness 503) for balancers that watch

@@ -254,7 +254,7 @@ export const VARIABLES: VariableSpec[] = [
     name: 'WEBHOOK_TIMEOUT_MS',
     default: '30000',
     accepts: 'an integer number of milliseconds, 1-300000',
-    meaning: 'per-attempt webhook timeout',
+    meaning: 'per-attempt webhook timeout (during a drain, at most 25 s after SIGTERM: docs/webhooks.md)',
   },
   {
     name: 'WEBHOOK_BACKOFF_BASE_MS',

@@ -59,6 +59,8 @@ export async function startWebhookWorker(
     ...overrides,
   });
   await worker.start();
+  // Winding down starts with the drain, so the cut of attempts in flight counts from the signal.
+  services.onDrain.push(() => void worker.stop().catch(() => undefined));
   services.onClose.push(() => worker.stop());
   return worker;
 }

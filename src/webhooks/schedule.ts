@@ -7,7 +7,8 @@ export const backoffAfter = (attempt: number, baseMs: number): number => baseMs 
 /** What an attempt came to: a response status, or an error before one arrived. */
 export type AttemptResult =
   | { kind: 'response'; status: number }
-  | { kind: 'timeout' }
+  /** `stopped`: cut by the worker's stop (SIGTERM) before the receiver had answered. */
+  | { kind: 'timeout'; stopped?: boolean }
   | { kind: 'connection'; message: string }
   /** The target resolved to an address the SSRF rule forbids: never retried. */
   | { kind: 'refused'; message: string };

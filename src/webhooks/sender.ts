@@ -53,6 +53,9 @@ export class WebhookSender {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
   private readonly lookup;
+  /** What ends each send in flight as cut by the stop. */
+  private readonly inFlight = new Set<() => void>();
+  private cutting = false;
 
   constructor(private readonly options: SenderOptions) {
     // Keep-alive: most deliveries go to a few receivers; a fresh connection per attempt costs more
@@ -82,8 +85,18 @@ export class WebhookSender {
         if (settled) return;
         settled = true;
         clearTimeout(timing.timer);
+        this.inFlight.delete(cutThis);
         resolve({ result, durationMs: elapsed(), excerpt });
       };
+      const cutThis = () => {
+        finish({ kind: 'timeout', stopped: true });
+        timing.req?.destroy();
+      };
+      if (this.cutting) {
+        cutThis();
+        return;
+      }
+      this.inFlight.add(cutThis);
       let url: URL;
       try {
         url = new URL(request.url);
@@ -170,6 +183,15 @@ export class WebhookSender {
       }, this.options.timeoutMs);
       post(false);
     });
+  }
+
+  /**
+   * Ends every send in flight, and any started later, as timed out (`stopped`): the stop's deadline,
+   * so that their outcomes are written within the drain limit.
+   */
+  cut(): void {
+    this.cutting = true;
+    for (const cutOne of [...this.inFlight]) cutOne();
   }
 
   close(): void {

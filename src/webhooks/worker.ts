@@ -10,6 +10,7 @@ import { type ClaimedDelivery, type Completion, Outbox } from './outbox.js';
 import { type AttemptResult, backoffAfter, MAX_ATTEMPTS, verdict } from './schedule.js';
 import { WebhookSender } from './sender.js';
 import { signatureHeader, signingSecrets } from './signing.js';
+import { DRAIN_LIMIT_MS } from '../process/stop-signals.js';
 
 export interface WorkerOptions {
   store: Store;
@@ -27,6 +28,8 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How long finished events and their attempt records are kept. */
   retentionMs?: number;
+  /** How long stop() lets attempts in flight run before cutting them (default STOP_CUT_MS). */
+  stopCutMs?: number;
   /**
    * Subscribes to wake-ups from other processes (PostgreSQL LISTEN); returns the unsubscribe.
    * Without it, work written elsewhere is found by the poll. Its connection's failures go to
@@ -42,6 +45,14 @@ const LEASE_MARGIN_MS = 5_000;
 /** How many slots' worth of outcomes may wait to be written before claims stop. */
 const BACKLOG_SLOTS = 4;
 const INTERRUPTED = 'interrupted: the worker stopped before this attempt recorded an outcome';
+/**
+ * docs/webhooks.md, Shutdown: from the signal, attempts in flight get at most this long (and at most
+ * WEBHOOK_TIMEOUT_MS), then are cut and recorded as timed out. The rest of the drain limit is for
+ * writing their outcomes and closing the store: an attempt allowed its whole timeout (up to 300 s,
+ * 30 s by default) would outlast the 30 s limit, exit 1 and leave its outcome unwritten.
+ */
+export const STOP_CUT_MS = DRAIN_LIMIT_MS - 5_000;
+const STOPPED = 'timeout: the worker stopped (SIGTERM) before a complete response; retried';
 
 /**
  * The delivery worker: fans committed events out to endpoints, claims due deliveries, makes one
@@ -80,6 +91,7 @@ export class WebhookWorker {
   private unsubscribe: (() => void) | undefined;
   private listener: { close(): Promise<void> } | undefined;
   private lastPurge = 0;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: WorkerOptions) {
     this.outbox = new Outbox(options.store);
@@ -111,17 +123,28 @@ export class WebhookWorker {
     this.kick();
   }
 
-  /** Stops claiming, lets attempts in flight finish and records them. */
-  async stop(): Promise<void> {
-    if (!this.running) return;
+  /**
+   * Stops claiming, lets attempts in flight finish (for at most `stopCutMs`, then they are cut as
+   * timed out) and records them. Called again, it waits for the same stop.
+   */
+  stop(): Promise<void> {
+    if (!this.running) return this.stopping ?? Promise.resolve();
     this.running = false;
-    this.unsubscribe?.();
-    await this.listener?.close();
-    if (this.timer) clearTimeout(this.timer);
-    while (this.working()) {
-      await new Promise<void>((resolve) => this.idle.add(resolve));
-    }
-    this.sender.close();
+    this.stopping = (async () => {
+      const cut = setTimeout(() => this.sender.cut(), this.options.stopCutMs ?? STOP_CUT_MS);
+      try {
+        this.unsubscribe?.();
+        await this.listener?.close();
+        if (this.timer) clearTimeout(this.timer);
+        while (this.working()) {
+          await new Promise<void>((resolve) => this.idle.add(resolve));
+        }
+      } finally {
+        clearTimeout(cut);
+      }
+      this.sender.close();
+    })();
+    return this.stopping;
   }
 
   /** Runs a pass soon; passes never overlap, a request during one runs another after it. */
@@ -483,7 +506,7 @@ function describe(result: AttemptResult): string | null {
     case 'response':
       return result.status < 400 ? null : `HTTP ${result.status}`;
     case 'timeout':
-      return 'timeout: no complete response within WEBHOOK_TIMEOUT_MS';
+      return result.stopped ? STOPPED : 'timeout: no complete response within WEBHOOK_TIMEOUT_MS';
     case 'connection':
       return `connection error: ${result.message}`;
     case 'refused':
