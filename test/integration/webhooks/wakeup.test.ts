@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { closeServices, createServices, type Services } from '../../../src/compose.js';
 import { parseConfig } from '../../../src/config/schema.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
@@ -92,6 +93,8 @@ describe.skipIf(!onPostgres)('waking a separate worker process on PostgreSQL', (
         .selectFrom('pg_stat_activity' as never)
         .select(['pid' as never])
         .where('query' as never, '=', 'LISTEN atrium_outbox' as never)
+        // This test's database only: a worker of another test file running beside it listens too.
+        .where(sql<boolean>`datname = current_database()`)
         .execute() as Promise<Array<{ pid: number }>>;
     const [listener] = await listeners();
     expect(listener).toBeDefined();
