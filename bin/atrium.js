@@ -3,24 +3,25 @@
 //
 // Loading the modules takes a second or so. A SIGTERM or SIGINT meanwhile on `serve` must not kill
 // the process with no log line and status 143 (README: SIGTERM exits 0): nothing is served yet, so
-// the start ends here, 0, with a line in the log's shape. `serve` takes the signals over itself as
-// soon as it runs (src/process/stop-signals.ts, watchStartSignals).
+// the start ends here, 0, with a line in the log's shape. These two listeners stay for the life of
+// the process; `serve` takes over what a signal does through the desk left on globalThis (removing
+// them instead lost a signal that arrived while the modules loaded: src/process/stop-signals.ts).
 import process from 'node:process';
 
 if (process.argv[2] === 'serve') {
-  const early = (signal) => {
+  let handler = (signal) => {
     process.stderr.write(
       `${JSON.stringify({ level: 30, time: Date.now(), service: 'atrium', signal, msg: 'signal while starting; stopped before serving' })}\n`,
     );
     process.exit(0);
   };
-  const onTerm = () => early('SIGTERM');
-  const onInt = () => early('SIGINT');
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
-  globalThis[Symbol.for('atrium.earlySignals')] = () => {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
+  const relay = (signal) => handler(signal);
+  process.on('SIGTERM', relay);
+  process.on('SIGINT', relay);
+  globalThis[Symbol.for('atrium.stopSignalDesk')] = {
+    take(next) {
+      handler = next;
+    },
   };
 }
 await import('../dist/cli/main.js');

@@ -241,15 +241,28 @@ export interface Atrium {
   grpc: GrpcServer | undefined;
   /** Starts listening on the configured ports. */
   listen(): Promise<{ httpUrl?: string; grpcAddress?: string }>;
+  /**
+   * Starts what works on its own (the worker role's webhook worker and purge job). createAtrium
+   * does it unless told `deferWork`; again is a no-op.
+   */
+  startWork(): Promise<void>;
   /** Drains: stops accepting, finishes in-flight requests and streams, closes everything. */
   close(): Promise<void>;
+}
+
+export interface AtriumOptions extends ServicesOptions {
+  /**
+   * Leave the work to `startWork()`. `serve` starts it once the start is committed: a start
+   * abandoned before then (a SIGTERM) has no delivery claimed and never sent.
+   */
+  deferWork?: boolean;
 }
 
 /** The composition root: one process serving the given roles. */
 export async function createAtrium(
   configured: Config,
   roles: readonly ServerRole[] = SERVER_ROLES,
-  options: ServicesOptions = {},
+  options: AtriumOptions = {},
 ): Promise<Atrium> {
   // Every role answers /healthz, /readyz and /metrics over HTTP; api and auth add their routes.
   const wantsHttp = roles.length > 0;
@@ -274,6 +287,16 @@ export async function createAtrium(
   });
   let http: FastifyInstance | undefined;
   let httpDrain: HttpDrain | undefined;
+  let work: Promise<void> | undefined;
+  const startWork = () =>
+    (work ??= (async () => {
+      if (!roles.includes('worker')) return;
+      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
+      const purge = startPurgeJob(services);
+      services.onClose.push(() => purge.stop());
+      // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
+      await startWebhookWorker(services);
+    })());
   // Loaded only for the grpc role: the CLI's one-shot commands do not pay for grpc-js at start.
   const grpc = roles.includes('grpc')
     ? (await import('./grpc/server.js')).createGrpcServer(services)
@@ -296,13 +319,7 @@ export async function createAtrium(
       }
       await http.ready();
     }
-    if (roles.includes('worker')) {
-      // Retention: expired idempotency records, codes, refresh tokens and families (src/maintenance).
-      const purge = startPurgeJob(services);
-      services.onClose.push(() => purge.stop());
-      // The webhook delivery worker (src/webhooks): stopped by close() through services.onClose.
-      await startWebhookWorker(services);
-    }
+    if (!options.deferWork) await startWork();
   } catch (err) {
     await closeServices(services);
     await claim?.release();
@@ -337,8 +354,11 @@ export async function createAtrium(
       });
       return grpcAddress ? { httpUrl: address, grpcAddress } : { httpUrl: address };
     },
+    startWork,
     close() {
       closed ??= (async () => {
+        // A worker still starting registers its stop when it has started: close after that.
+        await work?.catch(() => undefined);
         services.draining = true;
         for (const begin of services.onDrain) begin();
         grpc?.announceDrain();

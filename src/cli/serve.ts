@@ -5,7 +5,7 @@ import { parse } from './args.js';
 import { UsageError } from './io.js';
 import { claimSqlite } from '../process/sqlite-guard.js';
 import { withoutPassword } from '../config/redact.js';
-import { stopOnSignals, watchStartSignals } from '../process/stop-signals.js';
+import { type StopSignal, stopOnSignals, watchStartSignals } from '../process/stop-signals.js';
 import { createLogger } from '../observability/logger.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
@@ -30,19 +30,34 @@ export async function runServe(argv: string[]): Promise<number> {
   refuseSharedPort(config, roles.includes('grpc'));
   const log = createLogger(config.logLevel);
   // From here to "atrium started" a SIGTERM or SIGINT ends the start with exit 0 and a log line.
-  const started = watchStartSignals(log);
+  const start = watchStartSignals(log);
   const sqlite = claimSqlite(config.databaseUrl);
-  const atrium = await createAtrium(config, roles, { logger: log }).catch((err: unknown) => {
+  const atrium = await createAtrium(config, roles, { logger: log, deferWork: true }).catch((err: unknown) => {
     sqlite?.release();
     throw err;
   });
   atrium.services.onClose.push(async () => sqlite?.release());
+  // Built, and about to bind and start work: a signal from here closes all that (a connection
+  // accepted meanwhile is answered) rather than cutting it short, once the step in progress is done.
+  start.built();
+  const abandon = (signal: StopSignal) =>
+    stopOnSignals({ close: () => atrium.close(), logger: log, already: signal });
   // A port already taken must end the process, not leave it alive with its pools and no listener
   // (a supervisor waiting for readiness would wait forever).
-  const { httpUrl, grpcAddress } = await atrium.listen().catch(async (err: unknown) => {
+  const failed = async (err: unknown) => {
+    if (start.abandoned()) return undefined;
     await atrium.close();
     throw err;
-  });
+  };
+  const listening = await atrium.listen().catch(failed);
+  let signal = start.abandoned();
+  if (signal || !listening) return abandon(signal!);
+  // The webhook worker and the purge job begin only now: nothing they claim is left behind by an
+  // abandoned start (docs/webhooks.md, "Shutdown").
+  await atrium.startWork().catch(failed);
+  signal = start.abandoned();
+  if (signal) return abandon(signal);
+  const { httpUrl, grpcAddress } = listening;
   log.info(
     { roles, http: httpUrl, grpc: grpcAddress, database: withoutPassword(config.databaseUrl) },
     'atrium started',
@@ -56,7 +71,7 @@ export async function runServe(argv: string[]): Promise<number> {
     );
   }
 
-  // The 30 s limit and a second signal end the process whatever still holds it (src/process/stop-signals.ts).
-  started();
+  // Takes the signals over from the start in the same step that logged "atrium started". The 30 s
+  // limit and a second signal end the process whatever still holds it (src/process/stop-signals.ts).
   return stopOnSignals({ close: () => atrium.close(), logger: log });
 }

@@ -11,8 +11,10 @@ export interface StopOnSignalsOptions {
   limitMs?: number;
   /** Ends the process (process.exit unless a test says otherwise); called once the logs are flushed. */
   exit?: (code: number) => void;
-  /** Where the signals come from (process unless a test says otherwise). */
+  /** Where the signals come from (the process's desk unless a test says otherwise). */
   signals?: Pick<NodeJS.EventEmitter, 'on'>;
+  /** A signal the start already logged (it abandoned the start once built): drain now. */
+  already?: StopSignal;
 }
 
 /**
@@ -33,7 +35,6 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
   const { close, logger: log } = options;
   const limitMs = options.limitMs ?? DRAIN_LIMIT_MS;
   const exit = options.exit ?? ((code: number) => process.exit(code));
-  const signals = options.signals ?? process;
   let exiting = false;
   let limit: NodeJS.Timeout | undefined;
   const exitNow = (code: number) => {
@@ -41,19 +42,7 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
     exiting = true;
     clearTimeout(limit);
     // pino writes to stderr synchronously by default; flush covers an asynchronous destination.
-    let done = false;
-    const end = () => {
-      if (done) return;
-      done = true;
-      exit(code);
-    };
-    try {
-      log.flush(() => end());
-    } catch {
-      end();
-    }
-    // A destination that never calls back must not keep the process alive either.
-    setTimeout(end, 1_000).unref();
+    exitAfterLog(log, code, exit);
   };
 
   return new Promise<number>((resolve) => {
@@ -72,7 +61,7 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
         return;
       }
       first = signal;
-      log.info({ signal }, 'draining');
+      if (signal !== options.already) log.info({ signal }, 'draining');
       // Unref'd: it never delays an exit that nothing else holds up.
       limit = setTimeout(() => {
         if (outcome === undefined) {
@@ -96,53 +85,98 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
         },
       );
     };
-    signals.on('SIGTERM', () => stop('SIGTERM'));
-    signals.on('SIGINT', () => stop('SIGINT'));
+    if (options.signals) {
+      options.signals.on('SIGTERM', () => stop('SIGTERM'));
+      options.signals.on('SIGINT', () => stop('SIGINT'));
+    } else stopSignalDesk().take(stop);
+    if (options.already) stop(options.already);
   });
 }
 
-/** Where bin/atrium.js leaves the listeners it sets before the modules load. */
-export const EARLY_SIGNALS = Symbol.for('atrium.earlySignals');
+export type StopSignal = 'SIGTERM' | 'SIGINT';
 
 /**
- * SIGTERM or SIGINT while `serve` is still starting (loading, migrations, connections, binding).
- * Without a handler the signal killed the process (status 143, no log line), not the "drains and
- * exits 0" the README promises. Nothing has been served yet, so there is nothing to drain: the
- * start is abandoned, the line logged and the process ends 0 (the database's own transactions undo a
- * migration cut short; the SQLite serve lock is the system's and ends with the process). Returns
- * the hand-over: call it once stopOnSignals has the signals.
+ * The process's one SIGTERM and SIGINT listener, installed once and never removed; what a signal
+ * does is whatever handler was taken last, read when the signal is handled.
+ *
+ * Handing a signal over by removing one process listener and adding another lost signals (a start
+ * that went on to serve after a SIGTERM, and never exited): Node closes its signal handle when the
+ * last listener goes, and a signal that arrived while JavaScript was busy (loading the modules,
+ * finishing the start), still waiting in libuv for that handle, is dropped with it. One listener
+ * for the life of the process has no such moment.
+ */
+export interface StopSignalDesk {
+  take(handler: (signal: StopSignal) => void): void;
+}
+
+/** Where bin/atrium.js leaves its desk: it listens from its first line, before the modules load. */
+export const STOP_SIGNAL_DESK = Symbol.for('atrium.stopSignalDesk');
+
+/** The process's desk: bin/atrium.js's, or one made now (the sources run through tsx). */
+export function stopSignalDesk(): StopSignalDesk {
+  const global = globalThis as Record<symbol, StopSignalDesk | undefined>;
+  let desk = global[STOP_SIGNAL_DESK];
+  if (!desk) {
+    let handler: (signal: StopSignal) => void = () => undefined;
+    const relay = (signal: StopSignal) => handler(signal);
+    process.on('SIGTERM', relay);
+    process.on('SIGINT', relay);
+    desk = { take: (next) => void (handler = next) };
+    global[STOP_SIGNAL_DESK] = desk;
+  }
+  return desk;
+}
+
+/** Flushes the log, then ends the process; a destination that never calls back does not hold it. */
+function exitAfterLog(log: Logger, code: number, exit: (code: number) => void): void {
+  let done = false;
+  const end = () => {
+    if (done) return;
+    done = true;
+    exit(code);
+  };
+  try {
+    log.flush(() => end());
+  } catch {
+    end();
+  }
+  setTimeout(end, 1_000).unref();
+}
+
+export interface StartSignals {
+  /**
+   * Something is built that a signal must close rather than leave to the exit (sockets that may be
+   * bound, work that may have begun): from now on a signal is only recorded, and the start ends
+   * itself at its next step (`abandoned`).
+   */
+  built(): void;
+  /** The signal that abandoned the start once `built`, if one did. */
+  abandoned(): StopSignal | undefined;
+}
+
+/**
+ * SIGTERM or SIGINT while `serve` is still starting. Nothing has been served yet, so there is
+ * nothing to drain: the start is abandoned with a log line and exit 0. Until `built`, that is at
+ * once (loading, migrations, connections: the database's own transactions undo a migration cut
+ * short; the SQLite serve lock is the system's and ends with the process). After `built` the start
+ * closes what it made (serve.ts) before it exits, so nothing begun is cut short. stopOnSignals then
+ * takes the desk over: the hand-over is one assignment, so every signal is the start's or the drain's.
  */
 export function watchStartSignals(
   logger: Logger,
-  options: Pick<StopOnSignalsOptions, 'exit'> = {},
-): () => void {
+  options: Pick<StopOnSignalsOptions, 'exit'> & { desk?: StopSignalDesk } = {},
+): StartSignals {
   const exit = options.exit ?? ((code: number) => process.exit(code));
-  // bin/atrium.js listened from the first line; from here this process does.
-  (globalThis as Record<symbol, (() => void) | undefined>)[EARLY_SIGNALS]?.();
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  let signalled: StopSignal | undefined;
+  let built = false;
+  (options.desk ?? stopSignalDesk()).take((signal) => {
+    if (signalled) return;
+    signalled = signal;
     logger.info({ signal }, 'signal while starting; stopped before serving');
-    let done = false;
-    const end = () => {
-      if (done) return;
-      done = true;
-      exit(0);
-    };
-    try {
-      logger.flush(() => end());
-    } catch {
-      end();
-    }
-    setTimeout(end, 1_000).unref();
-  };
-  const onTerm = () => stop('SIGTERM');
-  const onInt = () => stop('SIGINT');
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
-  return () => {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
+    if (!built) exitAfterLog(logger, 0, exit);
+  });
+  return {
+    built: () => void (built = true),
+    abandoned: () => (built ? signalled : undefined),
   };
 }
