@@ -1,10 +1,7 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/build.js';
-import { root } from '../helpers/cli.js';
 import { sharedDatabase, type TestDatabase } from '../helpers/database.js';
-
+import { runServe, shape } from '../helpers/serve-signal.js';
 /**
  * README: SIGTERM before `atrium started` abandons the start (exit 0, a log line); after it, the
  * process drains (exit 0). A signal at the wrong moment of the start was lost: the start handed the
@@ -15,84 +12,6 @@ import { sharedDatabase, type TestDatabase } from '../helpers/database.js';
  * its own). Whichever side of the hand-over the signal lands on, it must end the process with 0 and
  * a line naming it.
  */
-
-interface Line {
-  msg: string;
-  signal?: string;
-}
-
-interface Run {
-  code: number | null;
-  lines: Line[];
-  stderr: string;
-  /** When "atrium started" was logged, in ms from the spawn (no signal sent). */
-  startedAfterMs?: number;
-}
-
-/** A line as every start logs it: the ports bound differ. */
-const shape = (msg: string) => msg.replace(/:\d+/g, ':PORT');
-
-/** Long enough for any drain of an idle process; a process alive after it lost the signal. */
-const LOST_AFTER_MS = 25_000;
-
-function runServe(
-  env: Record<string, string>,
-  signalAt: { line: string } | { afterMs: number } | undefined,
-): Promise<Run> {
-  return new Promise((resolve) => {
-    const spawned = Date.now();
-    const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), 'serve'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        GRPC_PORT: '0',
-        LOG_LEVEL: 'info',
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    let sent = false;
-    let startedAfterMs: number | undefined;
-    // Never left running: a line that does not come (or a signal lost) ends in SIGKILL and a failure.
-    let lost = setTimeout(() => child.kill('SIGKILL'), 4 * LOST_AFTER_MS);
-    const signal = () => {
-      if (sent) return;
-      sent = true;
-      child.kill('SIGTERM');
-      clearTimeout(lost);
-      lost = setTimeout(() => child.kill('SIGKILL'), LOST_AFTER_MS);
-    };
-    if (signalAt && 'afterMs' in signalAt) setTimeout(signal, signalAt.afterMs);
-    let pending = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      pending += chunk.toString();
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        const text = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        if (!text.startsWith('{')) continue;
-        const { msg } = JSON.parse(text) as Line;
-        if (signalAt && 'line' in signalAt && shape(msg) === signalAt.line) signal();
-        if (!signalAt && msg === 'atrium started') {
-          startedAfterMs = Date.now() - spawned;
-          signal();
-        }
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(lost);
-      const lines = stderr
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Line);
-      resolve({ code, lines, stderr, startedAfterMs });
-    });
-  });
-}
 
 describe('a SIGTERM at any moment of the start', { timeout: 600_000 }, () => {
   let database: TestDatabase;
