@@ -13,7 +13,7 @@ import { createPipeline, type GraphQLPipeline, type HttpServerContext } from './
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
 import { graphqlCacheHeaders } from './transports/cache-headers.js';
-import { directPost } from './transports/direct-post.js';
+import { answered, directPost } from './transports/direct-post.js';
 import { requestErrorBody, UNSUPPORTED_MEDIA_TYPE } from './transports/public-errors.js';
 import { registerSse } from './transports/sse.js';
 import { attachWebSocket } from './transports/websocket.js';
@@ -59,7 +59,8 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       schema: { hide: true },
       // Queries read outside the request scope; a mutation runs inside it (the direct path enters
       // it for mutations only, Yoga's path for every POST: GET cannot carry a mutation).
-      config: { scopeInHandler: true },
+      // The deadline's 503 answers in GraphQL's shape, as the error handler above does.
+      config: { scopeInHandler: true, errorShape: graphQLErrorBody },
       // Cache-Control and Vary on every JSON answer, whichever path built it (docs/graphql.md).
       onSend: graphqlCacheHeaders,
       handler: async (req, reply) => {
@@ -87,6 +88,9 @@ async function viaYoga(pipeline: GraphQLPipeline, req: FastifyRequest, reply: Fa
   if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);
   const context: HttpServerContext = { req, reply };
   const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
+  // Past the deadline the request was answered 503 meanwhile (request-context.ts): this late
+  // answer has nobody to go to.
+  if (answered(reply)) return reply;
   response.headers.forEach((value, key) => void reply.header(key, value));
   reply.status(response.status);
   // Yoga answers a body it cannot read (text/plain, XML, no content type) with 415 and no error:

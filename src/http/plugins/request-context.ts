@@ -8,7 +8,7 @@ import {
   requestAbandoned,
 } from '../../domain/request-scope.js';
 import { hasControlCharacter } from '../../domain/validate.js';
-import { sendError } from '../errors.js';
+import { type ErrorShape, sendError } from '../errors.js';
 
 /** A client's X-Request-Id kept as the request's id; nginx's config keeps the same ones. */
 export const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -60,6 +60,11 @@ declare module 'fastify' {
      * may write (GraphQL: mutations), and reads outside it.
      */
     scopeInHandler?: boolean;
+    /**
+     * The body of the deadline's 503 on an API whose errors are not REST's (GraphQL's
+     * `{ errors: [...] }`), as its error handler writes every other refusal.
+     */
+    errorShape?: ErrorShape;
   }
 }
 
@@ -120,7 +125,7 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
         sendError(request, reply, uploadTooSlow(timeoutMs));
         return;
       }
-      sendError(request, reply, requestAbandoned());
+      sendError(request, reply, requestAbandoned(), undefined, config?.errorShape);
     }, timeoutMs);
     timer.unref();
     deadlines.set(request, { timer, scope });
