@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServices, createServices, type Services } from '../../../src/compose.js';
-import { parseConfig } from '../../../src/config/schema.js';
+import type { Services } from '../../../src/compose.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
-import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
+import type { TestDatabase } from '../../helpers/database.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { ADDRESS } from '../orders/fixtures.js';
-import { Receiver } from './support.js';
+import { closeWorkerBed, type Receiver, workerBed } from './support.js';
 
 /**
  * SIGTERM to a real `atrium serve --role worker` whose WEBHOOK_TIMEOUT_MS (60 s, inside the
@@ -25,18 +24,12 @@ let receiver: Receiver;
 let served: Served | undefined;
 
 beforeAll(async () => {
-  database = await sharedDatabase();
-  services = await createServices(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, ...ENV }), {
-    migrate: true,
-  });
-  receiver = await new Receiver().start();
+  ({ database, services, receiver } = await workerBed(ENV));
 });
 
 afterAll(async () => {
   if (served && served.child.exitCode === null && served.child.signalCode === null) await served.kill9();
-  await closeServices(services);
-  await receiver?.stop();
-  await database?.drop();
+  await closeWorkerBed({ database, services, receiver });
 });
 
 describe('SIGTERM during an attempt longer than the drain limit allows', () => {

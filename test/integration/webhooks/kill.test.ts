@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServices, createServices, type Services } from '../../../src/compose.js';
-import { parseConfig } from '../../../src/config/schema.js';
+import type { Services } from '../../../src/compose.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
-import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
+import type { TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
 import { serve, type Served } from '../../helpers/serve.js';
-import { Receiver, verifyWithStripe } from './support.js';
+import { closeWorkerBed, type Receiver, verifyWithStripe, workerBed } from './support.js';
 
 /**
  * kill -9 of a real `atrium serve` in the middle of a schedule, with one attempt in flight, then a
@@ -21,19 +20,13 @@ let first: Served | undefined;
 let second: Served | undefined;
 
 beforeAll(async () => {
-  database = await sharedDatabase();
-  services = await createServices(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, ...ENV }), {
-    migrate: true,
-  });
-  receiver = await new Receiver().start();
+  ({ database, services, receiver } = await workerBed(ENV));
 });
 
 afterAll(async () => {
   await first?.kill9().catch(() => undefined);
   await second?.stop().catch(() => undefined);
-  await closeServices(services);
-  await receiver?.stop();
-  await database?.drop();
+  await closeWorkerBed({ database, services, receiver });
 });
 
 async function userWithEndpoint(handle: string, path: string) {

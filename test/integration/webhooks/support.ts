@@ -1,7 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
+import { closeServices, createServices, type Services } from '../../../src/compose.js';
+import { parseConfig } from '../../../src/config/schema.js';
 import type { TestAtrium } from '../../helpers/atrium.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 
 /** Stripe's own verifier: the test receiver checks every delivery the way a Stripe user would. */
 const stripe = new Stripe('sk_test_atrium_webhook_tests');
@@ -196,3 +199,32 @@ export async function attemptsOf(
 
 /** Gaps between consecutive arrivals, in ms. */
 export const gaps = (items: Received[]): number[] => items.slice(1).map((r, i) => r.at - items[i]!.at);
+
+/**
+ * What a test of worker processes (`serve` children) sets up beside them: a fresh database, services
+ * of its own over it (migrated: they create users, endpoints and orders, and read the outbox) and a
+ * receiver.
+ */
+export interface WorkerBed {
+  database: TestDatabase;
+  services: Services;
+  receiver: Receiver;
+}
+
+export async function workerBed(env: Record<string, string>): Promise<WorkerBed> {
+  const database = await sharedDatabase();
+  const services = await createServices(
+    parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, ...env }),
+    {
+      migrate: true,
+    },
+  );
+  return { database, services, receiver: await new Receiver().start() };
+}
+
+/** Closes what `workerBed` made, as far as it got. */
+export async function closeWorkerBed(bed: Partial<WorkerBed>): Promise<void> {
+  if (bed.services) await closeServices(bed.services);
+  await bed.receiver?.stop();
+  await bed.database?.drop();
+}

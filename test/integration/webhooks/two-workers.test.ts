@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServices, createServices, type Services } from '../../../src/compose.js';
-import { parseConfig } from '../../../src/config/schema.js';
+import type { Services } from '../../../src/compose.js';
 import { SYSTEM_ACTOR } from '../../../src/domain/actor.js';
 import { webhooksOf } from '../../../src/webhooks/index.js';
-import { sharedDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { testDialect, type TestDatabase } from '../../helpers/database.js';
 import { ADDRESS } from '../orders/fixtures.js';
 import { serve, type Served } from '../../helpers/serve.js';
-import { Receiver, verifyWithStripe } from './support.js';
+import { closeWorkerBed, type Receiver, verifyWithStripe, workerBed } from './support.js';
 
 /**
  * Two `atrium serve --role worker` processes share one PostgreSQL queue (FOR UPDATE SKIP LOCKED):
@@ -29,18 +28,12 @@ const workers: Served[] = [];
 
 describe.skipIf(!onPostgres)('two worker processes on PostgreSQL', () => {
   beforeAll(async () => {
-    database = await sharedDatabase();
-    services = await createServices(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, ...ENV }), {
-      migrate: true,
-    });
-    receiver = await new Receiver().start();
+    ({ database, services, receiver } = await workerBed(ENV));
   });
 
   afterAll(async () => {
     for (const w of workers) await w.stop().catch(() => undefined);
-    await closeServices(services);
-    await receiver?.stop();
-    await database?.drop();
+    await closeWorkerBed({ database, services, receiver });
   });
 
   it('never make the same attempt twice, and deliver every event once', async () => {
