@@ -1,4 +1,6 @@
 import type { Config } from '../../config/schema.js';
+import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, CORS_METHODS } from '../cors.js';
+import { SECURITY_HEADERS } from '../plugins/request-context.js';
 import { ErrorBodySchema, ErrorDetailSchema } from '../rest/common-schemas.js';
 import { isV1Path, v1DeprecationHeaderDocs } from '../rest/orders/deprecation.js';
 import { findAuthTag, securityFor, securitySchemes } from './security.js';
@@ -53,6 +55,83 @@ const SCOPE_CHALLENGE = {
   schema: { type: 'string' },
 };
 
+type HeaderDoc = { description: string; schema: Json };
+
+/**
+ * The security headers the request-context plugin (src/http/plugins/request-context.ts) sets on
+ * every answer, named as the document spells them; keyed by its constant, so that a header added
+ * there and not here fails to compile. Each one's value is the constant's.
+ */
+const SECURITY_HEADER_DOCS: Record<keyof typeof SECURITY_HEADERS, { name: string; description: string }> = {
+  'x-content-type-options': {
+    name: 'X-Content-Type-Options',
+    description: '`nosniff`: a browser takes the body as its `Content-Type` says, never guessing.',
+  },
+  'x-frame-options': {
+    name: 'X-Frame-Options',
+    description: '`DENY`: no page may show the answer in a frame.',
+  },
+  'referrer-policy': {
+    name: 'Referrer-Policy',
+    description:
+      "A link followed from the answer names only this origin to another one. The token server's " +
+      'pages and redirects declare their own, stricter value.',
+  },
+};
+
+function securityHeaderDocs(): Record<string, HeaderDoc> {
+  return Object.fromEntries(
+    (Object.keys(SECURITY_HEADER_DOCS) as Array<keyof typeof SECURITY_HEADERS>).map((key) => [
+      SECURITY_HEADER_DOCS[key].name,
+      {
+        description: SECURITY_HEADER_DOCS[key].description,
+        schema: { type: 'string', const: SECURITY_HEADERS[key] },
+      },
+    ]),
+  );
+}
+const SECURITY_HEADER_NAMES = Object.values(SECURITY_HEADER_DOCS).map((h) => h.name);
+
+const ONLY_LISTED_ORIGIN = "Only when the request's `Origin` is one of `CORS_ORIGINS` (src/http/cors.ts)";
+
+/**
+ * What @fastify/cors (src/http/cors.ts) adds to an answer, preflights aside, for a listed origin.
+ * `Vary: Origin` is on every answer whatever the origin, and declared with Vary above.
+ */
+const CORS_HEADER_DOCS: Record<string, HeaderDoc> = {
+  'Access-Control-Allow-Origin': {
+    description: `${ONLY_LISTED_ORIGIN}: that origin, echoed (never \`*\`). Without it a browser hides the answer from the page.`,
+    schema: { type: 'string' },
+  },
+  'Access-Control-Allow-Credentials': {
+    description: `${ONLY_LISTED_ORIGIN}: \`true\`, a page may send credentials.`,
+    schema: { type: 'string', const: 'true' },
+  },
+  'Access-Control-Expose-Headers': {
+    description: `${ONLY_LISTED_ORIGIN}: the response headers a page's script may read beyond the safelisted ones.`,
+    schema: { type: 'string', const: CORS_EXPOSED_HEADERS.join(', ') },
+  },
+};
+const CORS_HEADER_NAMES = Object.keys(CORS_HEADER_DOCS);
+
+/**
+ * The preflight, in the document's description rather than as an OPTIONS operation on every path:
+ * a browser sends it by itself before a cross-origin call, no API client calls it, and as operations
+ * it would double Swagger UI's list and give generated clients a method per path that nobody uses.
+ */
+const CORS_DESCRIPTION =
+  'Answers to a request whose `Origin` is listed in `CORS_ORIGINS` carry `Access-Control-Allow-Origin` ' +
+  '(that origin), `Access-Control-Allow-Credentials` and `Access-Control-Expose-Headers`, declared on ' +
+  'every response; other origins get the same answer without them. Every path also answers the CORS ' +
+  'preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), which is not listed as an ' +
+  'operation: from a listed origin 204 with `Access-Control-Allow-Origin`, ' +
+  '`Access-Control-Allow-Credentials: true`, ' +
+  `\`Access-Control-Allow-Methods: ${CORS_METHODS.join(', ')}\`, ` +
+  `\`Access-Control-Allow-Headers: ${CORS_ALLOWED_HEADERS.join(', ')}\`, ` +
+  `\`Access-Control-Max-Age: ${CORS_MAX_AGE_SECONDS}\`, \`Vary\` and \`X-Request-Id\`; from any other origin ` +
+  '403 `forbidden` in the REST error body. Every answer carries ' +
+  `${SECURITY_HEADER_NAMES.map((h) => `\`${h}\``).join(', ')}.`;
+
 const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
 const TOKEN_SERVER_PATHS = /^\/(oauth\/|\.well-known\/|authorize$)/;
@@ -95,7 +174,8 @@ export function openapiBase(config: Config, version: string): Json {
         'that issues the bearer tokens they accept. Every REST endpoint takes `X-API-Key` or ' +
         '`Authorization: Bearer`. Authenticated REST responses carry `X-RateLimit-Limit`, ' +
         '`X-RateLimit-Remaining` and `X-RateLimit-Reset`; over the limit the answer is 429 with ' +
-        '`Retry-After`. The token server answers errors with the RFC 6749 body `{ error, error_description }`.',
+        '`Retry-After`. The token server answers errors with the RFC 6749 body `{ error, error_description }`. ' +
+        CORS_DESCRIPTION,
     },
     servers: servers(config.publicUrl),
     tags: [TOKEN_SERVER_TAG],
@@ -115,6 +195,8 @@ export function openapiBase(config: Config, version: string): Json {
         'WWW-Authenticate': CHALLENGE,
         InsufficientScopeChallenge: SCOPE_CHALLENGE,
         ...v1DeprecationHeaderDocs(config.v1Sunset),
+        ...securityHeaderDocs(),
+        ...CORS_HEADER_DOCS,
       },
     },
   };
@@ -196,6 +278,9 @@ export function finishDocument(doc: Json): Json {
         headers.Vary ??= headerRef('Vary');
         // The onSend hook of src/http/rest/orders/index.ts, on every answer under /api/v1.
         if (isV1Path(path)) for (const name of V1_HEADERS) headers[name] = headerRef(name);
+        // The request-context plugin's, on every answer; a page's own Referrer-Policy stays.
+        for (const name of SECURITY_HEADER_NAMES) headers[name] ??= headerRef(name);
+        for (const name of CORS_HEADER_NAMES) headers[name] = headerRef(name);
       }
     }
   }

@@ -338,6 +338,7 @@ const PAGE_HEADERS = {
       "`default-src 'none'; style-src 'self'; form-action 'self' <redirect origin>; frame-ancestors 'none'; base-uri 'none'`.",
   },
   'Cache-Control': { type: 'string', const: 'no-store' },
+  Pragma: { type: 'string', const: 'no-cache' },
   'Referrer-Policy': { type: 'string', const: 'same-origin' },
 };
 const FORM_PAGE_HEADERS = {

@@ -706,13 +706,15 @@ describe('OpenAPI document and docs pages', () => {
  * documented for that status.
  */
 describe('the document against the server’s real answers', () => {
+  /** A browser page's origin, listed in CORS_ORIGINS. */
+  const ORIGIN = 'https://app.example.com';
   let server: OAuthTestServer;
   let doc: Json;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats.default(ajv);
 
   beforeAll(async () => {
-    server = await startOAuthServer();
+    server = await startOAuthServer({ CORS_ORIGINS: ORIGIN });
     doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as Json;
   });
   afterAll(async () => {
@@ -838,15 +840,24 @@ describe('the document against the server’s real answers', () => {
   });
 
   /**
-   * The headers the project sets (as against Node's and Fastify's own: date, content-length...).
-   * A client generated from the document sees only what the document declares.
+   * The headers of HTTP itself (the framing, the connection, the date) and the body's type, which
+   * the document states as the response's content. Every other header received must be declared.
    */
-  const PROJECT_HEADERS = [
+  const HTTP_OWN = new Set([
+    'date',
+    'connection',
+    'keep-alive',
+    'content-length',
+    'transfer-encoding',
+    'content-type',
+  ]);
+
+  /** Headers the walk below must meet, so that it checked something (Retry-After needs a 429). */
+  const MET = [
     'x-request-id',
     'x-ratelimit-limit',
     'x-ratelimit-remaining',
     'x-ratelimit-reset',
-    'retry-after',
     'deprecation',
     'sunset',
     'link',
@@ -858,9 +869,18 @@ describe('the document against the server’s real answers', () => {
     'last-modified',
     'x-cache',
     'idempotent-replayed',
+    'x-content-type-options',
+    'x-frame-options',
+    'referrer-policy',
+    'access-control-allow-origin',
+    'access-control-allow-credentials',
+    'access-control-expose-headers',
+    'content-security-policy',
+    'pragma',
+    'set-cookie',
   ];
 
-  it('declares, for the operation and status answered, every header the project set on a real answer', async () => {
+  it('declares, for the operation and status answered, every header received on a real answer from a page’s origin', async () => {
     const { atrium } = server;
     const key = (await atrium.caller()).headers;
     const product = await atrium.services.core.products.create({ name: 'Widget', priceCents: 1250 });
@@ -883,22 +903,31 @@ describe('the document against the server’s real answers', () => {
 
     const undeclared: string[] = [];
     const seen = new Set<string>();
-    async function check(method: string, template: string, path: string, init: RequestInit = {}) {
-      const res = await fetch(`${server.url}${path}`, { ...init, method });
+    /** Sends the request as a page at ORIGIN would (with Origin), unless told another origin. */
+    async function check(
+      method: string,
+      template: string,
+      path: string,
+      init: RequestInit & { headers?: Record<string, string> } = {},
+    ) {
+      const headers = { origin: ORIGIN, ...init.headers };
+      const res = await fetch(`${server.url}${path}`, { ...init, method, headers, redirect: 'manual' });
       const text = await res.text();
       const operation = doc.paths[template]?.[method.toLowerCase()] as Json | undefined;
       expect(operation, `${method} ${template} is not in the document`).toBeDefined();
       const response = operation!.responses[String(res.status)] as Json | undefined;
       expect(response, `${method} ${path} ${res.status} is not documented: ${text}`).toBeDefined();
       const declared = new Set(Object.keys(response!.headers ?? {}).map((h) => h.toLowerCase()));
-      for (const name of PROJECT_HEADERS) {
-        if (!res.headers.has(name)) continue;
+      for (const name of res.headers.keys()) {
+        if (HTTP_OWN.has(name)) continue;
         seen.add(name);
         if (!declared.has(name)) undeclared.push(`${method} ${template} ${res.status}: ${name}`);
       }
-      return { res, body: text === '' ? undefined : (JSON.parse(text) as Json) };
+      const json = res.headers.get('content-type')?.startsWith('application/json');
+      return { res, body: json && text !== '' ? (JSON.parse(text) as Json) : undefined };
     }
 
+    const orders2 = '/api/v2/orders';
     for (const v of ['v1', 'v2']) {
       const orders = `/api/${v}/orders`;
       const one = `${orders}/{order_id}`;
@@ -936,8 +965,73 @@ describe('the document against the server’s real answers', () => {
       body: 'grant_type=client_credentials',
     });
 
+    // The token server's pages: the sign-in form (its CSRF cookie), a redirect, an error page.
+    const app = await atrium.services.oauth.clients.create({
+      name: 'Page app',
+      redirectUris: ['https://app.example.com/callback'],
+    });
+    const authorize = (query: Record<string, string>) =>
+      `/authorize?${new URLSearchParams(query).toString()}`;
+    const request = {
+      response_type: 'code',
+      client_id: app.client_id,
+      redirect_uri: 'https://app.example.com/callback',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    };
+    expect((await check('GET', '/authorize', authorize(request))).res.status).toBe(200);
+    const redirected = await check(
+      'GET',
+      '/authorize',
+      authorize({ ...request, code_challenge_method: 'plain' }),
+    );
+    expect(redirected.res.status).toBe(302);
+    expect(
+      (await check('GET', '/authorize', authorize({ ...request, client_id: 'nobody' }))).res.status,
+    ).toBe(400);
+    // From an origin not in CORS_ORIGINS: the same answer without the CORS headers.
+    const other = await check('GET', orders2, orders2, {
+      headers: { ...key, origin: 'https://evil.example.net' },
+    });
+    expect(other.res.headers.get('access-control-allow-origin')).toBeNull();
+
     expect(undeclared).toEqual([]);
-    // The walk met each of them (Retry-After, which needs a 429, aside), so it checked something.
-    expect([...seen].sort()).toEqual(PROJECT_HEADERS.filter((n) => n !== 'retry-after').sort());
+    // The walk met each of them, so it checked something.
+    expect(MET.filter((name) => !seen.has(name))).toEqual([]);
+  });
+
+  it('describes the CORS preflight, which no operation lists, as a listed origin gets it', async () => {
+    const description = (doc.info.description as string).toLowerCase();
+    for (const [path, method] of [
+      ['/api/v2/orders', 'POST'],
+      ['/v1/users/usr_x', 'PATCH'],
+      ['/oauth/token', 'POST'],
+    ]) {
+      const res = await fetch(`${server.url}${path}`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': method!,
+          'access-control-request-headers': 'authorization, content-type',
+        },
+      });
+      expect(res.status, path).toBe(204);
+      const names = [...res.headers.keys()].filter((name) => !HTTP_OWN.has(name));
+      expect(names).toContain('access-control-allow-methods');
+      for (const name of names) {
+        expect(description, `${path}: ${name}`).toContain(`\`${name}`);
+        // A header the description gives a value for has that value.
+        if (description.includes(`\`${name}: `)) {
+          expect(description, path).toContain(`\`${name}: ${res.headers.get(name)!.toLowerCase()}\``);
+        }
+      }
+    }
+    const refused = await fetch(`${server.url}/api/v2/orders`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' },
+    });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as Json).error).toBe('forbidden');
+    expect(description).toContain('403 `forbidden`');
   });
 });
