@@ -81,7 +81,9 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${server.url}/docs/`);
     await page.waitForSelector('.opblock', { timeout: 30_000 });
-  });
+    // The page's own 30 s for Swagger UI to render, plus the new context and the load: on a loaded
+    // machine the hook's default 30 s ran out before the page did.
+  }, 60_000);
   afterEach(async () => {
     await context.close();
   });
