@@ -256,7 +256,7 @@ describeBrowser('calling the API from Swagger UI in a real browser', () => {
     ]);
     expect(request.headers().authorization).toMatch(/^Bearer \S+$/);
     expect(errors).toEqual([]);
-  }, 90_000);
+  }, 150_000);
 
   it('calls this server when the page is opened at another name for the host than PUBLIC_URL', async () => {
     // PUBLIC_URL is http://127.0.0.1:PORT; the same server at http://localhost:PORT is another
