@@ -72,8 +72,11 @@ export interface GraphQLPipeline {
   /** POST and GET (and GraphiQL) through Yoga, with the pipeline's plugins. */
   yoga: YogaServerInstance<HttpServerContext, GraphQLContext>;
   persisted: PersistedQueries;
-  /** The caller from the two credentials every transport reads; bad ones raise UNAUTHENTICATED. */
-  authenticate(credentials: Credentials): Promise<Principal | null>;
+  /**
+   * The caller from the two credentials every transport reads; bad ones raise UNAUTHENTICATED.
+   * `ids` name the request (and graphql-ws operation) in the log line of an unexpected failure.
+   */
+  authenticate(credentials: Credentials, ids: OperationIds): Promise<Principal | null>;
   /**
    * WebSocket and SSE: persisted query → parse → validate (depth, complexity, introspection) →
    * context, the same steps Yoga runs for HTTP; execute/subscribe then spend the budget.
@@ -112,17 +115,22 @@ export function unauthenticatedError(err: unknown): GraphQLError {
 /** The core's codes that mean "these credentials are refused": anything else is not the caller's fault. */
 const CREDENTIAL_CODES = new Set(['unauthenticated', 'invalid_api_key', 'invalid_token', 'token_expired']);
 
+/** Which request (and, over graphql-ws, which operation of the connection) a log line belongs to. */
+export type OperationIds = { requestId?: string | undefined; operationId?: string | undefined };
+
 /**
  * Why checking the credentials failed, as the GraphQL error every transport answers: refused
  * credentials are UNAUTHENTICATED (401); a store that cannot be reached is SERVICE_UNAVAILABLE with
  * REST's 503 and `Retry-After: 1` and no storage text (docs/deployment.md, PostgreSQL restarting),
  * logged once per outage through `outage`, the process's log; anything else is a masked
- * INTERNAL_SERVER_ERROR (500), logged with its cause.
+ * INTERNAL_SERVER_ERROR (500), logged with its cause and the request's id (`ids`; until 2026-11-29
+ * the line carried no `reqId`).
  */
 export function authenticationError(
   err: unknown,
   log: { error(obj: object, msg: string): void },
   outage: Pick<StoreOutageLog, 'unreachable'>,
+  ids: OperationIds = {},
 ): GraphQLError {
   if (err instanceof GraphQLError) return err;
   if (err instanceof DomainError && CREDENTIAL_CODES.has(err.code)) return unauthenticatedError(err);
@@ -131,7 +139,7 @@ export function authenticationError(
     const retryAfter = String(STORE_RETRY_AFTER_SECONDS);
     return storeUnavailableError(undefined, { status: 503, headers: { 'Retry-After': retryAfter } });
   }
-  log.error({ err }, 'graphql authentication failed');
+  log.error({ err, reqId: ids.requestId, operationId: ids.operationId }, 'graphql authentication failed');
   return new GraphQLError('Unexpected error.', {
     extensions: { code: 'INTERNAL_SERVER_ERROR', http: { status: 500 } },
   });
@@ -184,9 +192,6 @@ function maskError(services: Services) {
     });
   };
 }
-
-/** Which request (and, over graphql-ws, which operation of the connection) an error belongs to. */
-type OperationIds = { requestId?: string | undefined; operationId?: string | undefined };
 
 /**
  * The same masking as Yoga's, run inside the operation where its context (and so its request id)
@@ -272,11 +277,11 @@ export function createPipeline(
   const observer = operationObserver(services.metrics, services.logger);
   const mask = maskError(services);
 
-  async function authenticate(credentials: Credentials): Promise<Principal | null> {
+  async function authenticate(credentials: Credentials, ids: OperationIds): Promise<Principal | null> {
     try {
       return await services.authenticator.authenticate(credentials);
     } catch (err) {
-      throw authenticationError(err, services.logger, services.storeOutage);
+      throw authenticationError(err, services.logger, services.storeOutage, ids);
     }
   }
 
@@ -285,8 +290,8 @@ export function createPipeline(
    * UNAUTHENTICATED once they stop holding, SERVICE_UNAVAILABLE while the store cannot be reached.
    * Resolves to the caller as they are now (their role may have changed since the stream began).
    */
-  function recheck(credentials: Credentials): Promise<Principal | null> {
-    return authenticate(credentials);
+  function recheck(credentials: Credentials, ids: OperationIds): Promise<Principal | null> {
+    return authenticate(credentials, ids);
   }
 
   /**
@@ -299,10 +304,10 @@ export function createPipeline(
   function callerOf(req: FastifyRequest): Promise<Principal | null> {
     let principal = callers.get(req);
     if (principal === undefined) {
-      principal = authenticate({
-        authorization: headerValue(req, 'authorization'),
-        apiKey: headerValue(req, 'x-api-key'),
-      });
+      principal = authenticate(
+        { authorization: headerValue(req, 'authorization'), apiKey: headerValue(req, 'x-api-key') },
+        { requestId: req.id },
+      );
       callers.set(req, principal);
     }
     return principal;
@@ -357,11 +362,14 @@ export function createPipeline(
         requestId: initial.req.id,
         signal: initial.request.signal,
       };
-      const { credentials } = caller;
+      const { credentials, requestId, operationId } = caller;
       return createContext(services, caller.principal, caller.requestId, caller.signal, {
         address: caller.address,
         commentFeed,
-        recheck: credentials && caller.principal ? () => recheck(credentials) : undefined,
+        recheck:
+          credentials && caller.principal
+            ? () => recheck(credentials, { requestId, operationId })
+            : undefined,
         operationId: caller.operationId,
       });
     },

@@ -213,7 +213,7 @@ export function registerSse(
         apiKey: headerValue(request, 'x-api-key'),
       };
       try {
-        principal = await pipeline.authenticate(credentials);
+        principal = await pipeline.authenticate(credentials, { requestId: request.id });
       } catch (err) {
         // The same error POST and GET answer: 401 with WWW-Authenticate.
         const refused = err instanceof GraphQLError ? err : unauthenticatedError(err);

@@ -163,7 +163,7 @@ export function attachWebSocket(
             authorization: credential(params, 'authorization', 'Authorization'),
             apiKey: credential(params, 'x-api-key', 'X-API-Key'),
           };
-          await pipeline.authenticate(ctx.extra.credentials);
+          await pipeline.authenticate(ctx.extra.credentials, { requestId: idOf(ctx.extra.request) });
           return true;
         } catch (err) {
           const reqId = idOf(ctx.extra.request);
@@ -190,7 +190,7 @@ export function attachWebSocket(
         // kept acting with what connection_init had found (a demoted admin still granted roles).
         let principal: Principal | null;
         try {
-          principal = await pipeline.authenticate(ctx.extra.credentials ?? {});
+          principal = await pipeline.authenticate(ctx.extra.credentials ?? {}, { requestId, operationId });
         } catch (err) {
           if (!(err instanceof GraphQLError)) throw err;
           pipeline.observer.rejected('ws', requestId, payload.operationName, [err], operationId);
