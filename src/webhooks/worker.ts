@@ -297,6 +297,16 @@ export class WebhookWorker {
     const { metrics, clock } = this.options;
     const records: Completion['records'] = [];
     let attempt = delivery.attempt;
+    /** The interrupted attempt's line, once it is known whether (and when) it is retried. */
+    const logInterrupted = (nextAttemptAt: Date | null) =>
+      this.logAttempt(
+        delivery,
+        delivery.attempt - 1,
+        { error: 'interrupted' },
+        0,
+        nextAttemptAt ? 'retry' : 'failed',
+        nextAttemptAt,
+      );
     if (delivery.interrupted) {
       // The previous claim's attempt has no outcome: its worker died. It stays counted (the sequence
       // never starts over) and is recorded as interrupted; the receiver may have seen it, which is
@@ -310,20 +320,15 @@ export class WebhookWorker {
         at: clock.now(),
       });
       metrics.failures.inc({ reason: 'interrupted' });
-      this.logAttempt(
-        delivery,
-        attempt - 1,
-        { error: 'interrupted' },
-        0,
-        attempt - 1 >= MAX_ATTEMPTS ? 'failed' : 'retry',
-        null,
-      );
       if (attempt - 1 >= MAX_ATTEMPTS) {
+        logInterrupted(null);
         metrics.deliveries.inc({ outcome: 'failed' });
         return this.final(delivery, records, 'failed', attempt - 1, null, INTERRUPTED);
       }
     }
     if (delivery.endpoint.disabled_at !== null) {
+      // Not retried after all: the delivery fails without a send.
+      if (delivery.interrupted) logInterrupted(null);
       attempt -= 1; // nothing is sent: no attempt is used
       metrics.deliveries.inc({ outcome: 'failed' });
       return this.final(delivery, records, 'failed', attempt, null, 'the endpoint is disabled');
@@ -333,6 +338,9 @@ export class WebhookWorker {
     }
     const body = envelopeBody(delivery.event);
     const started = clock.now();
+    // Retried by this very claim: its next attempt starts now, the time recorded for that attempt.
+    // (Until 2026-11-29 the line said `retry` with `nextAttemptAt: null`.)
+    if (delivery.interrupted) logInterrupted(started);
     const timestamp = Math.floor(started.getTime() / 1000);
     const outcome = await this.sender.send({
       url: delivery.endpoint.url,

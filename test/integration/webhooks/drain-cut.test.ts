@@ -11,7 +11,8 @@ import { closeWorkerBed, type Receiver, workerBed } from './support.js';
  * SIGTERM to a real `atrium serve --role worker` whose WEBHOOK_TIMEOUT_MS (60 s, inside the
  * documented 1-300000) outlasts the 30 s drain limit, during an attempt to a receiver that never
  * answers. docs/webhooks.md, Shutdown: the attempt is cut before the limit and recorded as timed
- * out (to be retried), and the process exits 0.
+ * out (to be retried), and the process exits 0. Its `webhook attempt` line says so: `retry`, and
+ * `nextAttemptAt` the very time the store schedules the next attempt for.
  *
  * Before the fix the drain waited for the attempt's own timeout: the 30 s limit ended the process
  * with 1 ("drain took too long; exiting") and the attempt's outcome was never written.
@@ -75,5 +76,20 @@ describe('SIGTERM during an attempt longer than the drain limit allows', () => {
       .execute();
     expect(attempts.map((a) => [a.attempt, a.status_code])).toEqual([[1, null]]);
     expect(attempts[0]!.error).toMatch(/^timeout: the worker stopped/);
+
+    const lines = s
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"webhook attempt"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      deliveryId: delivery.id,
+      attempt: 1,
+      error: 'timeout',
+      result: 'retry',
+    });
+    expect(lines[0]!.nextAttemptAt).toEqual(expect.any(String));
+    expect(Date.parse(lines[0]!.nextAttemptAt as string)).toBe(Date.parse(delivery.next_attempt_at!));
   });
 });

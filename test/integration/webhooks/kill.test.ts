@@ -10,6 +10,9 @@ import { closeWorkerBed, type Receiver, verifyWithStripe, workerBed } from './su
 /**
  * kill -9 of a real `atrium serve` in the middle of a schedule, with one attempt in flight, then a
  * restart: no event lost, the sequence continues where it was, nothing delivered is sent again.
+ * The restarted worker's `webhook attempt` line for the interrupted attempt says it is retried, and
+ * when: at once, by the claim that found it (the time recorded for the next attempt). Until
+ * 2026-11-29 it said `retry` with `nextAttemptAt: null`.
  */
 const ENV = { WEBHOOK_BACKOFF_BASE_MS: '300', WEBHOOK_TIMEOUT_MS: '1000' };
 
@@ -120,6 +123,15 @@ describe('kill -9 during a schedule', () => {
       [5, 200],
     ]);
     expect(attempts[2]!.error).toMatch(/^interrupted/);
+    const interrupted = second
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"webhook attempt"') && l.includes('"error":"interrupted"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(interrupted).toHaveLength(1);
+    expect(interrupted[0]).toMatchObject({ deliveryId: delivery.id, attempt: 3, result: 'retry' });
+    expect(interrupted[0]!.nextAttemptAt).toEqual(expect.any(String));
+    expect(Date.parse(interrupted[0]!.nextAttemptAt as string)).toBe(Date.parse(attempts[3]!.created_at));
     const pending = await services.store.db
       .selectFrom('events')
       .select('id')
