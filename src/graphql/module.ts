@@ -13,7 +13,7 @@ import { createPipeline, type GraphQLPipeline, type HttpServerContext } from './
 import { buildAtriumSchema } from './schema.js';
 import { CommentFeed } from './subscriptions/comment-feed.js';
 import { graphqlCacheHeaders } from './transports/cache-headers.js';
-import { answered, directPost } from './transports/direct-post.js';
+import { directPost } from './transports/direct-post.js';
 import { requestErrorBody, UNSUPPORTED_MEDIA_TYPE } from './transports/public-errors.js';
 import { registerSse } from './transports/sse.js';
 import { attachWebSocket } from './transports/websocket.js';
@@ -88,9 +88,8 @@ async function viaYoga(pipeline: GraphQLPipeline, req: FastifyRequest, reply: Fa
   if (req.method === 'POST' && !(req.body as Buffer | undefined)?.length) req.body = Readable.from([]);
   const context: HttpServerContext = { req, reply };
   const response = await pipeline.yoga.handleNodeRequestAndResponse(req, reply, context);
-  // Past the deadline the request was answered 503 meanwhile (request-context.ts): this late
-  // answer has nobody to go to.
-  if (answered(reply)) return reply;
+  // Past the deadline the request was answered 503 meanwhile: this late answer then goes nowhere,
+  // quietly (request-context.ts, dropLateAnswers).
   response.headers.forEach((value, key) => void reply.header(key, value));
   reply.status(response.status);
   // Yoga answers a body it cannot read (text/plain, XML, no content type) with 415 and no error:

@@ -26,19 +26,14 @@ export function directPost(pipeline: GraphQLPipeline) {
     if (params === undefined) return false;
     const result = await pipeline.executeDirect(params, { req, reply }, requestScopeOf(req));
     if (result === undefined) return false;
-    // Past the deadline the request was answered 503 meanwhile (request-context.ts).
-    if (answered(reply)) return true;
+    // Past the deadline the request was answered 503 meanwhile: this send then goes nowhere
+    // (request-context.ts, dropLateAnswers).
     const response = processRegularResult(result, pipeline.yoga.fetchAPI, accepted);
     response.headers.forEach((value, key) => void reply.header(key, value));
     reply.status(response.status);
     reply.send(await response.text());
     return true;
   };
-}
-
-/** Whether the reply has gone out already: the deadline answers a request its handler still runs. */
-export function answered(reply: FastifyReply): boolean {
-  return reply.sent || reply.raw.headersSent;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/errors.js';
 import {
   RequestScope,
@@ -81,10 +81,26 @@ function uploadTooSlow(timeoutMs: number): DomainError {
 interface Deadline {
   timer: NodeJS.Timeout;
   scope: RequestScope;
+  /** The deadline answered (503, or 408 for a body too slow): the handler's own answer is late. */
+  answered: boolean;
 }
 
 /** Requests under a deadline (every app's: a request object belongs to one app). */
 const deadlines = new WeakMap<object, Deadline>();
+
+/**
+ * After the deadline has answered, whatever the handler still sends goes nowhere, quietly: its
+ * `reply.send` (called by the handler, or by Fastify with what an async handler returns) does
+ * nothing. Fastify's own would log `Reply was already sent` as a warning with a stack for every
+ * request that outlived its deadline (until 2026-11-29 for every route but GraphQL's, which guarded
+ * its own sends).
+ */
+function dropLateAnswers(request: FastifyRequest, reply: FastifyReply): void {
+  reply.send = () => {
+    request.log.debug('answer after the deadline dropped');
+    return reply;
+  };
+}
 
 /** The request's scope, for a route that enters it itself (`scopeInHandler`); none without a deadline. */
 export function requestScopeOf(request: object): RequestScope | undefined {
@@ -116,6 +132,7 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
       }
       // Synchronous with the check above: from here on no statement of this request starts.
       controller.abort();
+      deadline.answered = true;
       // The body has not all arrived (a stalled or trickled upload): the client was too slow,
       // not the server, so 408 (RFC 9110 §15.5.9), and the connection is closed, its unread rest
       // of a body being no request, as for slow headers (client-errors.ts).
@@ -123,12 +140,14 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
         reply.raw.shouldKeepAlive = false;
         reply.header('connection', 'close');
         sendError(request, reply, uploadTooSlow(timeoutMs));
-        return;
+      } else {
+        sendError(request, reply, requestAbandoned(), undefined, config?.errorShape);
       }
-      sendError(request, reply, requestAbandoned(), undefined, config?.errorShape);
+      dropLateAnswers(request, reply);
     }, timeoutMs);
     timer.unref();
-    deadlines.set(request, { timer, scope });
+    const deadline: Deadline = { timer, scope, answered: false };
+    deadlines.set(request, deadline);
     // The scope ends when the response closes: answered (from then on the deadline never aborts its
     // signal, so nothing of the request can be refused any more) or cut off by the client (nobody
     // will read the answer; Fastify runs no onResponse then). An abandoned request's work may still
@@ -141,6 +160,26 @@ export function requestContext(app: FastifyInstance, timeoutMs: number): void {
       });
     }
     done();
+  });
+
+  // An async handler that fails after the deadline answered: Fastify would log `Promise errored, but
+  // reply.sent = true was set` at error level with a stack, for what is mostly the deadline's own
+  // doing (the abandoned work's next statement refused). The error goes through sendError as on
+  // time, so an unexpected one is still logged (`unhandled error`) and a refusal is not; its answer
+  // is dropped (above). One wrapper per route, at registration; a handler's result in time is untouched.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.noTimeout) return;
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const result: unknown = handler.call(this, request, reply);
+      // An async handler's promise; anything else (a value, or the reply itself, a thenable of its own) as it was.
+      if (!(result instanceof Promise)) return result;
+      return result.catch((err: unknown) => {
+        if (!deadlines.get(request)?.answered) throw err;
+        sendError(request, reply, err);
+        return undefined;
+      });
+    };
   });
 
   // After parsing, before route-level preHandler hooks and the handler: all they start runs in the
