@@ -7,6 +7,7 @@ import type { Services } from '../compose.js';
 import { UserActivity } from '../domain/activity.js';
 import { CallPipeline } from './call.js';
 import { UserServiceService } from './gen/users/v1/users.gen.js';
+import { FIRST_REQUEST_GRACE_MS } from '../process/first-request.js';
 import { checkReadiness, checksFor } from '../process/readiness.js';
 import { Health } from './health.js';
 import { redactHeaderText } from '../observability/logger.js';
@@ -57,7 +58,11 @@ export interface GrpcServer {
    * stops using them and closes them itself. Calls already sent are still accepted and served.
    */
   stopAccepting(): void;
-  /** HTTP/2 connections still open. */
+  /**
+   * HTTP/2 connections a drain waits for a balancer to close: every open one, except one that has not
+   * sent the HTTP/2 preface after FIRST_REQUEST_GRACE_MS (a port scanner, a TCP health check: it never
+   * answers the GOAWAY, and the drain's close destroys it).
+   */
   openSessions(): number;
 }
 
@@ -195,7 +200,11 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
     openSessions() {
       const sessions = (server as unknown as GrpcInternals).sessions;
       let n = 0;
-      for (const session of sessions?.keys() ?? []) if (!session.closed && !session.destroyed) n++;
+      const now = Date.now();
+      for (const session of sessions?.keys() ?? []) {
+        if (session.closed || session.destroyed || connections.silent(session, now)) continue;
+        n++;
+      }
       return n;
     },
     close() {
@@ -244,7 +253,10 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
  * behind a proxy that refuses destroy()), with what each has carried.
  */
 class ConnectionBook {
-  private readonly entries = new Map<Http2Session, { socket: Socket; spoke: boolean; calls: number }>();
+  private readonly entries = new Map<
+    Http2Session,
+    { socket: Socket; accepted: number; spoke: boolean; calls: number }
+  >();
 
   watch(listener: NetServer): void {
     let accepted: Socket | undefined;
@@ -255,7 +267,7 @@ class ConnectionBook {
       const socket = accepted;
       accepted = undefined;
       if (!socket) return;
-      const entry = { socket, spoke: false, calls: 0 };
+      const entry = { socket, accepted: Date.now(), spoke: false, calls: 0 };
       this.entries.set(session, entry);
       // The client's first SETTINGS frame follows its connection preface.
       session.once('remoteSettings', () => (entry.spoke = true));
@@ -272,6 +284,12 @@ class ConnectionBook {
   /** Connections that have not sent even the HTTP/2 preface: nothing on them can be lost. */
   destroySilent(): void {
     for (const { socket, spoke } of this.entries.values()) if (!spoke) socket.destroy();
+  }
+
+  /** Has not sent the preface since it was accepted FIRST_REQUEST_GRACE_MS ago or more. */
+  silent(session: Http2Session, now: number): boolean {
+    const entry = this.entries.get(session);
+    return entry !== undefined && !entry.spoke && now - entry.accepted >= FIRST_REQUEST_GRACE_MS;
   }
 
   destroyAll(): void {

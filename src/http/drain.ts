@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { FIRST_REQUEST_GRACE_MS } from '../process/first-request.js';
 
 /**
  * The HTTP half of a drain behind a balancer: stop accepting, let the balancer end its kept-alive
@@ -12,15 +13,18 @@ import { Server as NetServer, type Socket } from 'node:net';
  * connection carried nothing, so nginx sends that request, whatever its method, to another instance.
  */
 export class HttpDrain {
-  private readonly sockets = new Set<Socket>();
+  /** Open connections, with when each was accepted. */
+  private readonly sockets = new Map<Socket, number>();
   /** Requests whose headers were read and whose answer has not ended, per connection. */
   private readonly requests = new Map<Socket, number>();
+  /** Connections that have carried at least one request (a balancer's kept-alive ones among them). */
+  private readonly used = new WeakSet<Socket>();
   private closing = false;
   private cutting = false;
 
   constructor(private readonly server: Server) {
     server.on('connection', (socket: Socket) => {
-      this.sockets.add(socket);
+      this.sockets.set(socket, Date.now());
       socket.once('close', () => {
         this.sockets.delete(socket);
         this.requests.delete(socket);
@@ -28,6 +32,7 @@ export class HttpDrain {
     });
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const socket = req.socket;
+      this.used.add(socket);
       this.requests.set(socket, (this.requests.get(socket) ?? 0) + 1);
       res.once('close', () => {
         const left = (this.requests.get(socket) ?? 1) - 1;
@@ -74,7 +79,7 @@ export class HttpDrain {
   closeUnused(): void {
     this.stopAccepting();
     this.cutting = true;
-    for (const socket of this.sockets) {
+    for (const socket of this.sockets.keys()) {
       // Upgraded (WebSocket) connections have no parser; the surface closes them itself.
       if (!(socket as Socket & { parser?: unknown }).parser) continue;
       if (!this.requests.has(socket)) socket.destroy();
@@ -82,13 +87,23 @@ export class HttpDrain {
   }
 
   /**
-   * HTTP connections still open. Upgraded ones (WebSocket) are not counted: they hold no request
-   * and end with the surface's own close (1001).
+   * HTTP connections the drain waits for a balancer to close (docs/deployment.md, step 2): those
+   * carrying a request, and those that have carried one and are kept alive (the balancer's to close:
+   * closing one here races a request written on it). A connection that has not completed a request
+   * counts only during its first FIRST_REQUEST_GRACE_MS, while a balancer's first request may still
+   * be on its way; after that it is a port scanner's, a preconnect, a trickler, which the last step
+   * closes (closeUnused) and which would otherwise hold this one for its full length.
+   * Upgraded ones (WebSocket) are not counted: they hold no request and end with the surface's own
+   * close (1001).
    */
   openConnections(): number {
     let n = 0;
-    // Node frees a connection's parser when it is upgraded.
-    for (const s of this.sockets) if ((s as Socket & { parser?: unknown }).parser) n++;
+    const now = Date.now();
+    for (const [s, accepted] of this.sockets) {
+      // Node frees a connection's parser when it is upgraded.
+      if (!(s as Socket & { parser?: unknown }).parser) continue;
+      if (this.requests.has(s) || this.used.has(s) || now - accepted < FIRST_REQUEST_GRACE_MS) n++;
+    }
     return n;
   }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
 import { serve, type Served } from '../../helpers/serve.js';
+import { until } from '../../helpers/wait.js';
 import { healthClient, unary } from './support.js';
 
 /**
@@ -86,6 +87,46 @@ describe('gRPC drain with connections that carry no call', () => {
       expect(s.stderr()).not.toContain('gRPC calls still open');
       expect(s.stderr()).not.toContain('something still holds the process open');
       expect(s.stderr()).not.toContain('drain took too long');
+    },
+  );
+
+  it(
+    'behind a balancer (SHUTDOWN_DELAY_MS), does not wait for a silent connection to close',
+    { timeout: 60_000 },
+    async () => {
+      // docs/deployment.md, step 2: wait, up to SHUTDOWN_DELAY_MS, for the balancer to close its
+      // connections. One that never sent the preface never answers the GOAWAY: before the fix it was
+      // counted as open, and the step always lasted its full length.
+      const delayMs = 5_000;
+      served = await serve(
+        { DATABASE_URL: database.url, GRPC_PORT: '0', SHUTDOWN_DELAY_MS: String(delayMs) },
+        { roles: 'grpc' },
+      );
+      const s = served;
+      const silent = await open(s.grpc!);
+      sockets.push(silent);
+      const ended = new Promise((r) => silent.once('end', r));
+
+      const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
+      s.child.kill('SIGTERM');
+      const lines = () =>
+        s
+          .stderr()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { msg: string; time: number; grpc?: number });
+      const waiting = () => lines().find((l) => l.msg.startsWith('draining: new connections refused'));
+      // Step 1 (serving as usual) lasts delayMs: the silent connection is long past its first second.
+      await until(() => waiting() !== undefined, 'step 2 to begin', 3 * delayMs);
+      // Nothing to wait for: as with no connection at all.
+      expect(waiting()!.grpc, s.stderr()).toBe(0);
+      expect(await exited, s.stderr()).toBe(0);
+      // Closed by the drain's last step, which came at once, not at the step's limit.
+      await ended;
+      const closing = lines().find((l) => l.msg === 'draining: closing what is left')!;
+      expect(closing.time - waiting()!.time, s.stderr()).toBeLessThan(delayMs);
+      expect(s.stderr()).toContain('"msg":"stopped"');
+      expect(s.stderr()).not.toContain('gRPC calls still open');
     },
   );
 });

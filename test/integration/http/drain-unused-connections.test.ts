@@ -164,4 +164,49 @@ describe('SIGTERM with HTTP connections that carry no request', () => {
       expect(s.stderr()).not.toContain('drain took too long');
     },
   );
+
+  it(
+    'behind a balancer (SHUTDOWN_DELAY_MS), waits for the kept-alive connection only, not a silent one',
+    { timeout: 60_000 },
+    async () => {
+      // docs/deployment.md, step 2: wait, up to SHUTDOWN_DELAY_MS, for the balancer to close its
+      // connections. A silent one is no balancer's and never ends: before the fix it was counted as
+      // open, and the step always lasted its full length.
+      const delayMs = 5_000;
+      served = await serve(
+        { DATABASE_URL: database.url, SHUTDOWN_DELAY_MS: String(delayMs) },
+        { roles: 'api' },
+      );
+      const s = served;
+      const silent = await open(s.url!);
+      const keptAlive = await open(s.url!);
+      keptAlive.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await until(() => keptAlive.received().includes('\r\n\r\n'), 'the kept-alive answer');
+
+      const exited = exitCode(s);
+      s.child.kill('SIGTERM');
+      const lines = () =>
+        s
+          .stderr()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { msg: string; time: number; http?: number });
+      const waiting = () => lines().find((l) => l.msg.startsWith('draining: new connections refused'));
+      // Step 1 (serving as usual) lasts delayMs: the silent connection is long past its first second.
+      await until(() => waiting() !== undefined, 'step 2 to begin', 3 * delayMs);
+      // Only the kept-alive connection is waited for; the server leaves it open for the balancer.
+      expect(waiting()!.http).toBe(1);
+      expect(keptAlive.socket.destroyed).toBe(false);
+      // The balancer closes its idle connection (nginx: keepalive_timeout); step 2 then ends.
+      keptAlive.socket.end();
+      await silent.closed;
+      expect(await exited, s.stderr()).toBe(0);
+      const closing = lines().find((l) => l.msg === 'draining: closing what is left')!;
+      // It ended when the kept-alive connection did, not at its limit.
+      expect(closing.time - waiting()!.time).toBeLessThan(delayMs);
+      expect(closing.http).toBe(0);
+      expect(silent.received()).toBe('');
+      expect(s.stderr()).toContain('"msg":"stopped"');
+    },
+  );
 });
