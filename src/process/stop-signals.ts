@@ -159,8 +159,10 @@ export interface StartSignals {
  * nothing to drain: the start is abandoned with a log line and exit 0. Until `built`, that is at
  * once (loading, migrations, connections: the database's own transactions undo a migration cut
  * short; the SQLite serve lock is the system's and ends with the process). After `built` the start
- * closes what it made (serve.ts) before it exits, so nothing begun is cut short. stopOnSignals then
- * takes the desk over: the hand-over is one assignment, so every signal is the start's or the drain's.
+ * closes what it made (serve.ts) before it exits, so nothing begun is cut short; meanwhile the same
+ * signal a second time exits 1 at once and the other is only logged, as during a drain (stopOnSignals).
+ * stopOnSignals then takes the desk over: the hand-over is one assignment, so every signal is the
+ * start's or the drain's.
  */
 export function watchStartSignals(
   logger: Logger,
@@ -170,7 +172,15 @@ export function watchStartSignals(
   let signalled: StopSignal | undefined;
   let built = false;
   (options.desk ?? stopSignalDesk()).take((signal) => {
-    if (signalled) return;
+    if (signalled) {
+      // The start is closing what it made (once built): as during a drain, the same signal again
+      // ends the process at once with 1, the other one does not (docs/deployment.md).
+      if (signal === signalled) {
+        logger.warn({ signal }, 'second signal while starting; exiting now');
+        exitAfterLog(logger, 1, exit);
+      } else logger.info({ signal, first: signalled }, 'already stopping');
+      return;
+    }
     signalled = signal;
     logger.info({ signal }, 'signal while starting; stopped before serving');
     if (!built) exitAfterLog(logger, 0, exit);
