@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryLog } from '../../helpers/memory-log.js';
-import { grpc, handledMetrics, metadataFor, startGrpcAtrium, type GrpcAtrium } from './support.js';
+import { until } from '../../helpers/wait.js';
+import { grpc, handledMetrics, metadataFor, startGrpcAtrium, unary, type GrpcAtrium } from './support.js';
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -79,3 +80,56 @@ describe('gRPC calls to an unknown method', () => {
     ]);
   });
 });
+
+/**
+ * docs/grpc.md, Drain: new calls are refused with UNAVAILABLE. An unknown method is no exception: once
+ * the drain closes the server, the listener is closed and every connection has had its GOAWAY, so a
+ * new call, whatever its path, is refused before any handler (ours or grpc-js's UNIMPLEMENTED) runs.
+ * Checked because unknown methods get a handler of their own (server.ts), which does not ask whether
+ * the server drains.
+ */
+describe('gRPC calls to an unknown method during a drain', () => {
+  it('are refused with UNAVAILABLE, as known ones are, while a call in flight holds the drain', async () => {
+    const atrium = await startGrpcAtrium();
+    const raw = new grpc.Client(atrium.address, grpc.credentials.createInsecure());
+    try {
+      const member = await atrium.caller();
+      const slow = await atrium.caller();
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let held = false;
+      atrium.services.afterAuth.push(async (principal) => {
+        if (principal.id !== slow.userId) return;
+        held = true;
+        await gate;
+      });
+      const client = atrium.client();
+      // The channel is connected before the drain, as a client's usually is.
+      const before = await unaryStatus(raw, '/users.v1.UserService/Nope');
+      expect(before.code).toBe(grpc.status.UNIMPLEMENTED);
+      const inFlight = unary(client, 'GetUser', { user_id: slow.userId }, slow.headers);
+      await until(() => held, 'the call in flight');
+
+      const closing = atrium.close();
+      for (const path of ['/users.v1.UserService/Nope', '/nowhere.v1.Gone/Call']) {
+        expect((await unaryStatus(raw, path)).code, path).toBe(grpc.status.UNAVAILABLE);
+      }
+      const known = await unary(client, 'GetUser', { user_id: member.userId }, member.headers);
+      expect(known.error?.code).toBe(grpc.status.UNAVAILABLE);
+
+      release();
+      expect((await inFlight).error).toBeNull();
+      await closing;
+    } finally {
+      raw.close();
+      await atrium.stop();
+    }
+  });
+});
+
+function unaryStatus(client: grpc.Client, path: string): Promise<grpc.StatusObject> {
+  return new Promise((resolve) => {
+    const call = client.makeUnaryRequest(path, identity, identity, Buffer.alloc(0), () => undefined);
+    call.on('status', resolve);
+  });
+}
