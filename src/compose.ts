@@ -24,8 +24,8 @@ import { createLogger } from './observability/logger.js';
 import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
-import { type SharedStateHealth, untilReady } from './shared/health.js';
-import { connectRedis, refuseMissingDatabase } from './shared/redis-connection.js';
+import type { SharedStateHealth } from './shared/health.js';
+import { connectRedis, refuseMissingDatabase, refuseRedisLogin } from './shared/redis-connection.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -103,7 +103,10 @@ const CURSOR_SECRET_SETTING = 'cursor_secret';
  * when a resolver meets the outage (docs/deployment.md).
  */
 const REQUEST_OUTAGE = { down: 'requests failing', up: 'requests served' };
-/** A process starts even when Redis is late; until it connects, limits fail open and caches read through. */
+/**
+ * A process starts even when Redis is late; until it connects, limits fail open and caches read
+ * through. A Redis that refuses the login stops the start at once instead (refuseRedisLogin).
+ */
 const REDIS_START_WAIT_MS = 5_000;
 /**
  * How long a process about to exit waits for Redis to carry out cache invalidations it missed (a
@@ -166,7 +169,8 @@ export async function createServices(config: Config, options: ServicesOptions = 
     };
     services.sharedHealth.useLogger(logger);
     if (redis) {
-      await untilReady(redis, REDIS_START_WAIT_MS);
+      const refusal = await services.sharedHealth.untilStarted(REDIS_START_WAIT_MS);
+      if (refusal) refuseRedisLogin(redis, config.redisUrl!, refusal);
       await refuseMissingDatabase(redis, config.redisUrl!);
     }
     services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));

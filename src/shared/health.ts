@@ -6,6 +6,21 @@ export function isSelectRefusal(err: unknown): boolean {
 }
 
 /**
+ * Redis refusing the login REDIS_URL gives: `WRONGPASS` (a wrong password, or an ACL user the server
+ * does not have or has disabled), `NOAUTH` (no password, where the server requires one; the answer
+ * to ioredis's ready check), or Redis 5's `ERR invalid password`. A setting to change, not an outage:
+ * the server answered, and will answer the same until the setting or the server's users change. (A
+ * password for a server that needs none is not a refusal: the connection goes on without it,
+ * src/shared/redis-connection.ts.)
+ */
+export function isAuthRefusal(err: unknown): boolean {
+  return (
+    err instanceof ReplyError &&
+    /^(WRONGPASS|NOAUTH)\b|^ERR invalid (username-)?password/.test((err as Error).message)
+  );
+}
+
+/**
  * Emitted by the process's Redis connection (src/shared/redis-connection.ts) when REDIS_URL gives a
  * password and Redis needs none: it answers AUTH with an error, and the connection goes on without.
  */
@@ -58,6 +73,10 @@ export class SharedStateHealth {
   private wasReady = false;
   /** The connection's failure this outage has been logged (ioredis repeats it on every reconnect attempt). */
   private connectionReported = false;
+  /** Redis's refusal of the login has been logged this outage (it repeats on every reconnect attempt). */
+  private authRefusalReported = false;
+  /** While the start waits for Redis (untilStarted): a refusal of the login is the start's error, not a log line. */
+  private starting = false;
   /** False from a call's timeout until Redis answers something again. */
   private answering = true;
   private readonly recoveryListeners: Array<(afterOutage: boolean) => void> = [];
@@ -70,6 +89,7 @@ export class SharedStateHealth {
       // A database index the server lacks stops the start (refuseMissingDatabase), naming REDIS_URL
       // in one line; logged here too it would be a second line.
       if (isSelectRefusal(err)) return;
+      if (isAuthRefusal(err)) return this.authRefused(err);
       if (this.connectionReported) return;
       this.connectionReported = true;
       this.log.warn({ err: err.message }, 'redis error; reconnecting (not logged again until it is back)');
@@ -87,6 +107,24 @@ export class SharedStateHealth {
 
   useLogger(log: Log): void {
     this.log = log;
+  }
+
+  /**
+   * The start's wait for Redis (call it in the same turn as connecting): resolves when the
+   * connection is ready, or after `ms` (a late or unreachable Redis only degrades), or at once with
+   * Redis's refusal of the login REDIS_URL gives, which the start makes its error (one line naming
+   * REDIS_URL, src/shared/redis-connection.ts), so it is not also logged as a warning meanwhile.
+   * A refusal after this (a password changed on the server, met on a reconnection) is logged and
+   * degrades, like an outage.
+   */
+  async untilStarted(ms: number): Promise<Error | undefined> {
+    if (!this.redis) return undefined;
+    this.starting = true;
+    try {
+      return await untilReadyOrRefused(this.redis, ms);
+    } finally {
+      this.starting = false;
+    }
   }
 
   /**
@@ -182,6 +220,22 @@ export class SharedStateHealth {
     return this.failOpen;
   }
 
+  /**
+   * Redis refused the login on a connection or reconnection (ioredis tries again, with the same
+   * credentials, about every 2 s). Once per outage, even after a connection failure was logged: a
+   * Redis that was down and is back refusing the login is a new reason, and the one to act on.
+   */
+  private authRefused(err: Error): void {
+    if (this.starting || this.authRefusalReported) return;
+    this.authRefusalReported = true;
+    this.connectionReported = true;
+    this.log.warn(
+      { err: err.message },
+      'Redis refused authentication: the user or password in REDIS_URL is not accepted; ' +
+        'reconnecting, degraded until it is (not logged again until it is back)',
+    );
+  }
+
   private notAnswering(): void {
     if (!this.answering) return;
     this.answering = false;
@@ -205,6 +259,7 @@ export class SharedStateHealth {
     // met the outage, so an outage no request met is closed too), or a request's degrading.
     const logged = this.connectionReported || (this.wasReady && this.warned.size > 0);
     this.connectionReported = false;
+    this.authRefusalReported = false;
     if (logged) {
       // Warn, like the outage line, so a filter that shows one shows the other.
       this.log.warn({ components: [...this.warned] }, 'Redis is back: shared limits and caches restored');
@@ -229,6 +284,34 @@ export function failFast<T extends object>(health: SharedStateHealth, impl: T): 
       return (...args: unknown[]) =>
         health.call(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
     },
+  });
+}
+
+/**
+ * Resolves when the connection is ready; with Redis's refusal of the login (isAuthRefusal) as
+ * soon as one comes; and with nothing after `ms`, or once the connection has ended for good (a
+ * connection made without reconnection that could not connect): neither of those says anything
+ * about the login.
+ */
+export function untilReadyOrRefused(redis: Redis, ms: number): Promise<Error | undefined> {
+  if (redis.status === 'ready') return Promise.resolve(undefined);
+  if (redis.status === 'end') return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const done = (refusal?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', ready);
+      redis.off('end', ready);
+      redis.off('error', error);
+      resolve(refusal);
+    };
+    const ready = () => done();
+    const error = (err: Error) => {
+      if (isAuthRefusal(err)) done(err);
+    };
+    const timer = setTimeout(ready, ms);
+    redis.once('ready', ready);
+    redis.once('end', ready);
+    redis.on('error', error);
   });
 }
 

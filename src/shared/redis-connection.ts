@@ -1,7 +1,12 @@
 import { type Command, Redis, type RedisOptions } from 'ioredis';
 import { withoutPassword } from '../config/redact.js';
 import { ConfigError } from '../config/schema.js';
-import { isSelectRefusal, PASSWORD_NOT_NEEDED, REDIS_CALL_TIMEOUT_MS } from './health.js';
+import {
+  isSelectRefusal,
+  PASSWORD_NOT_NEEDED,
+  REDIS_CALL_TIMEOUT_MS,
+  untilReadyOrRefused,
+} from './health.js';
 
 /**
  * A connection that waits on Redis this long with commands outstanding and nothing received is
@@ -98,4 +103,41 @@ export async function refuseMissingDatabase(redis: Redis, url: string): Promise<
       withoutPassword(url),
     );
   }
+}
+
+/**
+ * The start's error for a Redis that refuses the login `url` gives (SharedStateHealth.untilStarted):
+ * WRONGPASS, NOAUTH, an ACL user the server does not have. Like a database that refuses its login
+ * (src/store/first-contact.ts), it stops the start with one line naming the variable, the URL with
+ * its password masked, and Redis's reason, where an unreachable Redis only degrades: Redis answered,
+ * and will refuse every reconnection the same way until the setting changes. The connection is
+ * closed so the process can exit.
+ */
+export function refuseRedisLogin(redis: Redis, url: string, refusal: Error, variable = 'REDIS_URL'): never {
+  redis.disconnect();
+  throw new ConfigError(
+    variable,
+    `a user and password this Redis server accepts (${refusal.message})`,
+    withoutPassword(url),
+  );
+}
+
+/**
+ * For `atrium cluster`, before it starts any process: connects to `url` once (no reconnection) and
+ * stops the start, naming `variable`, when Redis refuses the login, as each process would at its
+ * own start. A Redis that cannot be reached, or does not answer within `ms`, is let through: the
+ * processes start degraded and use it once it answers.
+ */
+export async function checkRedisLogin(url: string, ms: number, variable: string): Promise<void> {
+  const redis = new QuietAuthRedis(url, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+    connectTimeout: ms,
+  });
+  redis.on('error', () => undefined);
+  const refusal = await untilReadyOrRefused(redis, ms);
+  if (refusal) refuseRedisLogin(redis, url, refusal, variable);
+  redis.disconnect();
 }

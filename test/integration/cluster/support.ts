@@ -119,15 +119,19 @@ export async function until(condition: () => boolean): Promise<void> {
 /** A redis-server of the test's own on a free port: it can be stopped without touching anyone else's. */
 export class OwnRedis {
   private child: ChildProcess | undefined;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    /** More of redis-server's options (`--requirepass secret`). */
+    private readonly options: string[],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(): Promise<OwnRedis> {
+  static async start(options: string[] = []): Promise<OwnRedis> {
     const [port] = await freePorts(1);
-    const redis = new OwnRedis(port!);
+    const redis = new OwnRedis(port!, options);
     await redis.resume();
     return redis;
   }
@@ -141,7 +145,17 @@ export class OwnRedis {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
     const child = spawn(
       REDIS_SERVER ?? 'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...this.options,
+      ],
       { stdio: 'ignore' },
     );
     this.child = child;
@@ -185,7 +199,8 @@ function answers(port: number): Promise<boolean> {
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
     socket.once('data', (d: Buffer) => {
       socket.destroy();
-      resolve(d.toString().startsWith('+PONG'));
+      // A server that requires a password answers too: NOAUTH.
+      resolve(/^(\+PONG|-NOAUTH)/.test(d.toString()));
     });
   });
 }
