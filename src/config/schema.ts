@@ -209,7 +209,7 @@ export const VARIABLES: VariableSpec[] = [
   {
     name: 'REDIS_URL',
     default: '(unset)',
-    accepts: `${REDIS_ACCEPTS}; the index must exist on the server (SELECT is checked at start)`,
+    accepts: `${REDIS_ACCEPTS}; the index must exist on the server and the server must accept the user and password (both checked at start)`,
     meaning:
       'when set, rate limits, caches, complexity budgets and the GraphQL broadcast are shared through Redis',
   },

@@ -92,7 +92,8 @@ describe('a Redis that refuses the login REDIS_URL gives', { timeout: 240_000 },
     await admin.call('ACL', 'SETUSER', 'alice', 'on', `>${ALICE_PASSWORD}`, '~*', '&*', '+@all');
     database = await freshDatabase();
     cwd = mkdtempSync(join(tmpdir(), 'redis-auth-'));
-  });
+    // ensureBuilt may compile dist/ first: a minute or more on a loaded 2-core machine.
+  }, 240_000);
   afterAll(async () => {
     await admin?.quit().catch(() => admin.disconnect());
     await server?.stop();
