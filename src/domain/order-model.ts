@@ -35,6 +35,11 @@ export interface Order {
   refundedAt: string | null;
   createdAt: string;
   updatedAt: string;
+  /**
+   * The order changed more than once during the second of `updatedAt` (it counts its creation), so
+   * a date validator naming that second is weak (RFC 9110 §8.8.2.2): see `order-conditions.ts`.
+   */
+  changedTwiceInSecond: boolean;
 }
 
 export interface OrderItemInput {

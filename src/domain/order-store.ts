@@ -56,6 +56,7 @@ export function toOrder(row: OrderRow, items: OrderItemRow[], refundedAt: string
     refundedAt,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    changedTwiceInSecond: row.changed_twice_in_second === 1,
   };
 }
 
@@ -166,6 +167,7 @@ export function orderColumns(order: Order) {
     coupon_code: order.couponCode,
     shipping_address: addressColumn(order.shippingAddress),
     updated_at: order.updatedAt,
+    changed_twice_in_second: order.changedTwiceInSecond ? 1 : 0,
   };
 }
 

@@ -32,6 +32,7 @@ import {
   assertEditable,
   assertRefundable,
 } from './order-state.js';
+import { sameSecond } from './order-conditions.js';
 import { hydrate, insertItems, loadOrder, orderColumns, saveOrderColumns } from './order-store.js';
 
 /** `User.orders` when `first` is omitted (the spec's other shape has `limit: Int = 10`). */
@@ -97,6 +98,7 @@ export class OrderService {
       refundedAt: null,
       createdAt: at,
       updatedAt: at,
+      changedTwiceInSecond: false,
     };
     await tx.db
       .insertInto('orders')
@@ -424,9 +426,15 @@ export class OrderService {
       const current = await this.lockOwned(tx, actor, id, options);
       const outcome = await change(tx, current, this.deps.clock.now());
       if (!outcome) return current;
-      await saveOrderColumns(tx.db, outcome.order);
-      await this.announce(tx, outcome.order, outcome.event);
-      return outcome.order;
+      // Every change of an order comes here: it records whether it fell in the second of the one
+      // before, which makes a Last-Modified naming that second weak.
+      const order = {
+        ...outcome.order,
+        changedTwiceInSecond: sameSecond(current.updatedAt, outcome.order.updatedAt),
+      };
+      await saveOrderColumns(tx.db, order);
+      await this.announce(tx, order, outcome.event);
+      return order;
     });
   }
 

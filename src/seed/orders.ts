@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { discountFor } from '../domain/coupons.js';
 import { idAt } from '../domain/ids.js';
 import type {
@@ -74,7 +74,7 @@ function statusForAge(r: Random, ageMs: number): OrderStatus {
 }
 
 interface Batch {
-  orders: OrdersTable[];
+  orders: Insertable<OrdersTable>[];
   items: OrderItemsTable[];
   refunds: RefundsTable[];
 }
@@ -130,6 +130,8 @@ function buildOrder(r: Random, plan: OrderPlan, createdMs: number, batch: Batch)
   const status = statusForAge(r, age);
   // The last change happened somewhere between creation and now; a pending order is unchanged.
   let updatedMs = status === 'PENDING' ? createdMs : createdMs + Math.floor(age * (0.2 + 0.7 * r.next()));
+  // The change before the last one, if any: two in one second make the order's Last-Modified weak.
+  let previousMs = status === 'PENDING' ? undefined : createdMs;
   if ((status === 'SHIPPED' || status === 'DELIVERED') && r.chance(0.04)) {
     const refundMs = updatedMs + Math.floor((plan.now - updatedMs) * r.next());
     batch.refunds.push({
@@ -138,6 +140,7 @@ function buildOrder(r: Random, plan: OrderPlan, createdMs: number, batch: Batch)
       amount_cents: subtotal - discount,
       created_at: new Date(refundMs).toISOString(),
     });
+    previousMs = updatedMs;
     updatedMs = refundMs;
   }
   const [city, country, currency] = r.pick(CITIES);
@@ -159,6 +162,8 @@ function buildOrder(r: Random, plan: OrderPlan, createdMs: number, batch: Batch)
     }),
     created_at: createdAt,
     updated_at: new Date(updatedMs).toISOString(),
+    changed_twice_in_second:
+      previousMs !== undefined && Math.floor(previousMs / 1000) === Math.floor(updatedMs / 1000) ? 1 : 0,
   });
 }
 

@@ -173,6 +173,8 @@ export interface OrdersTable {
   shipping_address: string; // JSON ShippingAddress
   created_at: string;
   updated_at: string;
+  /** 1 when the change that set `updated_at` fell in the same second as the change before it. */
+  changed_twice_in_second: Generated<number>;
 }
 
 export interface OrderItemsTable {

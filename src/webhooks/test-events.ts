@@ -57,6 +57,7 @@ function sampleOrder(type: keyof typeof ORDER_SAMPLES, ownerId: string, now: Dat
     refundedAt: refunded ? at : null,
     createdAt,
     updatedAt: at,
+    changedTwiceInSecond: false,
   };
 }
 

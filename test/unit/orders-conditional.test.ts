@@ -5,7 +5,8 @@ import {
   parseEntityTags,
   parseHttpDate,
   preconditionHolds,
-} from '../../src/http/rest/orders/conditional.js';
+  sameSecond,
+} from '../../src/domain/order-conditions.js';
 
 describe('conditional GET helpers', () => {
   const lastModified = new Date('2026-03-04T05:06:07.890Z');
@@ -85,6 +86,31 @@ describe('conditional GET helpers', () => {
     expect(preconditionHolds({ ifUnmodifiedSince: 'Wednesday, 04-Mar-26 05:06:06 GMT' }, v)).toBe(false);
     expect(preconditionHolds({ ifUnmodifiedSince: 'not a date' }, v)).toBe(true);
     expect(preconditionHolds({}, v)).toBe(true);
+  });
+
+  it('a date naming a second in which the resource changed twice is weak (RFC 9110 §8.8.2.2)', () => {
+    const v = { etag, lastModified, changedTwiceInSecond: true };
+    const same = 'Wed, 04 Mar 2026 05:06:07 GMT';
+    const later = 'Wed, 04 Mar 2026 05:06:08 GMT';
+    // The second of Last-Modified proves nothing: 200, 412.
+    expect(notModified({ ifModifiedSince: same }, v)).toBe(false);
+    expect(preconditionHolds({ ifUnmodifiedSince: same }, v)).toBe(false);
+    // A later second saw no change at all, an earlier one is modified anyway.
+    expect(notModified({ ifModifiedSince: later }, v)).toBe(true);
+    expect(preconditionHolds({ ifUnmodifiedSince: later }, v)).toBe(true);
+    expect(notModified({ ifModifiedSince: 'Wed, 04 Mar 2026 05:06:06 GMT' }, v)).toBe(false);
+    // Entity tags are unaffected and keep their precedence over the dates.
+    expect(notModified({ ifNoneMatch: etag, ifModifiedSince: same }, v)).toBe(true);
+    expect(preconditionHolds({ ifMatch: etag, ifUnmodifiedSince: same }, v)).toBe(true);
+    // Changed once in that second: the date is as good as before.
+    const once = { etag, lastModified, changedTwiceInSecond: false };
+    expect(notModified({ ifModifiedSince: same }, once)).toBe(true);
+    expect(preconditionHolds({ ifUnmodifiedSince: same }, once)).toBe(true);
+  });
+
+  it('sameSecond compares whole seconds of ISO timestamps', () => {
+    expect(sameSecond('2026-03-04T05:06:07.001Z', '2026-03-04T05:06:07.999Z')).toBe(true);
+    expect(sameSecond('2026-03-04T05:06:07.999Z', '2026-03-04T05:06:08.000Z')).toBe(false);
   });
 
   it('reads the three HTTP-date forms and refuses others', () => {

@@ -5,6 +5,7 @@ import { webhooks } from './0003_webhooks.js';
 import { retention } from './0005_retention.js';
 import { grpcActivity } from './0006_grpc.js';
 import { loginTickets } from './0007_login_tickets.js';
+import { orderSecondChanges } from './0008_order_second_changes.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -14,6 +15,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0005_retention': retention() as { up(db: Kysely<unknown>): Promise<void> },
     '0006_grpc': grpcActivity,
     '0007_login_tickets': loginTickets,
+    '0008_order_second_changes': orderSecondChanges,
   };
 }
 

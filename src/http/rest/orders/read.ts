@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { CALLER_VARY, CallerVaryHeaders, standardErrors } from '../common-schemas.js';
-import { notModified } from './conditional.js';
+import { notModified } from '../../../domain/order-conditions.js';
 import { actorOf, addVary, authOn, docs, headerText, type RouteContext } from './common.js';
 import { errorResponse, OrderParams } from './schemas.js';
 import { orderValidators } from './validators.js';
@@ -26,7 +26,8 @@ export function registerRead({ app, services, version }: RouteContext): void {
           'getOrder',
           'Retrieve an order',
           'Answers 304 when If-None-Match matches the ETag (weak comparison, `*` and lists accepted) or, ' +
-            'without If-None-Match, when the order was not modified after If-Modified-Since.',
+            'without If-None-Match, when the order was not modified after If-Modified-Since (whole seconds; ' +
+            'never when it changed twice in the second named, a weak date).',
         ),
         params: OrderParams,
         headers: Type.Object({
@@ -47,7 +48,8 @@ export function registerRead({ app, services, version }: RouteContext): void {
     },
     async (request, reply) => {
       const order = await services.core.orders.get(actorOf(request), request.params.order_id);
-      const { body, etag, lastModified } = orderValidators(version, order);
+      const { body, ...validators } = orderValidators(version, order);
+      const { etag, lastModified } = validators;
       reply.header('etag', etag);
       reply.header('last-modified', lastModified.toUTCString());
       reply.header('cache-control', CACHE_CONTROL);
@@ -56,7 +58,7 @@ export function registerRead({ app, services, version }: RouteContext): void {
         ifNoneMatch: headerText(request, 'if-none-match'),
         ifModifiedSince: headerText(request, 'if-modified-since'),
       };
-      if (notModified(conditions, { etag, lastModified })) return reply.code(304).send(null);
+      if (notModified(conditions, validators)) return reply.code(304).send(null);
       return body;
     },
   );

@@ -161,7 +161,8 @@ export const ConditionalWriteHeaders = Type.Object({
     Type.String({
       description:
         'An HTTP date; evaluated only without If-Match. Answers 412 when the order was modified after ' +
-        'it (whole seconds); an unparsable date is ignored.',
+        'it (whole seconds) or changed twice in the second it names (a weak date; prefer If-Match); ' +
+        'an unparsable date is ignored.',
     }),
   ),
 });

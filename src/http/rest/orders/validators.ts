@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Order } from '../../../domain/order-model.js';
+import { orderValidatorsOf, preconditionHolds, type Validators } from '../../../domain/order-conditions.js';
 import type { OrderWriteOptions } from '../../../domain/orders.js';
 import { headerText } from './common.js';
-import { entityTag, preconditionHolds, type Validators } from './conditional.js';
 import type { ApiVersion } from './versions.js';
 
 /**
@@ -12,7 +12,7 @@ import type { ApiVersion } from './versions.js';
  */
 export function orderValidators(version: ApiVersion, order: Order): Validators & { body: unknown } {
   const body = version.order(order);
-  return { body, etag: entityTag(body), lastModified: new Date(order.updatedAt) };
+  return { body, ...orderValidatorsOf(order, body) };
 }
 
 /**

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
+import type { Order } from './order-model.js';
 
 /**
- * Conditional requests per RFC 9110 §13. GET: If-None-Match is evaluated first (weak comparison,
- * `*`, lists) and, when present, If-Modified-Since is ignored. Writes: If-Match (strong comparison)
- * and, without it, If-Unmodified-Since. Dates compare at one-second granularity because HTTP dates
- * carry no fractions.
+ * The conditional-request rules of an order (RFC 9110 §13), which every surface calls. GET:
+ * If-None-Match is evaluated first (weak comparison, `*`, lists) and, when present,
+ * If-Modified-Since is ignored. Writes: If-Match (strong comparison) and, without it,
+ * If-Unmodified-Since. Dates compare at one-second granularity because HTTP dates carry no
+ * fractions, and a date naming a second in which the order changed more than once is a weak
+ * validator (§8.8.2.2): it never proves the client's copy current, so If-Modified-Since is not
+ * 304 and If-Unmodified-Since is false. Entity tags are unaffected.
  */
 export function entityTag(body: unknown): string {
   return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 32)}"`;
@@ -28,6 +32,41 @@ function taggedList(header: string): { weak: boolean; opaque: string }[] {
 export interface Validators {
   etag: string;
   lastModified: Date;
+  /**
+   * The resource changed more than once during the second of `lastModified`, so that second,
+   * presented as a date validator, may name an older version than the current one.
+   */
+  changedTwiceInSecond?: boolean | undefined;
+}
+
+/**
+ * An order's validators in one representation of it (`body`; surfaces and versions represent it
+ * differently, so their entity tags differ): its ETag, its Last-Modified and whether that date is weak.
+ */
+export function orderValidatorsOf(order: Order, body: unknown): Validators {
+  return {
+    etag: entityTag(body),
+    lastModified: new Date(order.updatedAt),
+    changedTwiceInSecond: order.changedTwiceInSecond,
+  };
+}
+
+/** True when two ISO timestamps (or milliseconds) fall in the same whole second. */
+export function sameSecond(a: string | number, b: string | number): boolean {
+  const ms = (t: string | number) => (typeof t === 'number' ? t : Date.parse(t));
+  return Math.floor(ms(a) / 1000) === Math.floor(ms(b) / 1000);
+}
+
+/**
+ * True when the version a client dated `since` (an HTTP date, in milliseconds) is, as far as the
+ * server reliably knows, the current one: the resource was not modified after that second, and it
+ * did not change twice during the second itself (then the date is weak and proves nothing).
+ */
+function unmodifiedSince(current: Validators, since: number): boolean {
+  const last = Math.floor(current.lastModified.getTime() / 1000);
+  const named = Math.floor(since / 1000);
+  if (last > named) return false;
+  return !(last === named && current.changedTwiceInSecond === true);
 }
 
 export interface ConditionalHeaders {
@@ -45,7 +84,8 @@ export interface WriteConditions {
  * write may go ahead, false when the answer is 412. If-Match uses the strong comparison: `*` matches
  * any current representation, a list matches when one member is the current tag, a weak tag never
  * matches, and a value that holds no entity tag matches nothing. Only without If-Match is
- * If-Unmodified-Since evaluated, at one-second granularity; an unparsable date is ignored.
+ * If-Unmodified-Since evaluated, at one-second granularity, false on a weak date (see above); an
+ * unparsable date is ignored.
  */
 export function preconditionHolds(request: WriteConditions, current: Validators): boolean {
   if (request.ifMatch !== undefined) {
@@ -56,12 +96,15 @@ export function preconditionHolds(request: WriteConditions, current: Validators)
   if (request.ifUnmodifiedSince !== undefined) {
     const since = parseHttpDate(request.ifUnmodifiedSince);
     if (since === undefined) return true;
-    return Math.floor(current.lastModified.getTime() / 1000) <= Math.floor(since / 1000);
+    return unmodifiedSince(current, since);
   }
   return true;
 }
 
-/** True when the client's copy is current and the answer is 304 Not Modified. */
+/**
+ * True when the client's copy is current and the answer is 304 Not Modified: If-None-Match when
+ * present, else If-Modified-Since, never on a weak date (see above).
+ */
 export function notModified(request: ConditionalHeaders, current: Validators): boolean {
   if (request.ifNoneMatch !== undefined) {
     const tags = parseEntityTags(request.ifNoneMatch);
@@ -71,7 +114,7 @@ export function notModified(request: ConditionalHeaders, current: Validators): b
     const since = parseHttpDate(request.ifModifiedSince);
     // An invalid date is ignored, as if the header were absent.
     if (since === undefined) return false;
-    return Math.floor(current.lastModified.getTime() / 1000) <= Math.floor(since / 1000);
+    return unmodifiedSince(current, since);
   }
   return false;
 }
