@@ -23,6 +23,12 @@ export const ACTIVATION_DELAY_SECONDS = JWKS_MAX_AGE_SECONDS + 300;
 const CACHE_TTL_MS = 60_000;
 /** An unknown kid may trigger a re-read at most this often, so random kids cannot flood the store. */
 const UNKNOWN_KID_RELOAD_INTERVAL_MS = 5_000;
+/**
+ * Milliseconds on a monotonic clock, for how long ago the keys were read: the wall clock can step
+ * backwards (an NTP step, a restored VM), and a cache aged by it would then stay "fresh" for as
+ * long as the step. Key dates (published_at, active_from, retired_at) stay on the wall clock.
+ */
+const elapsedMs = (): number => performance.now();
 const BOOTSTRAP_SETTING = 'oauth_first_signing_key';
 const PUBLIC_MEMBERS = ['kty', 'n', 'e'] as const;
 
@@ -53,6 +59,7 @@ type KeyRow = Selectable<SigningKeysTable>;
  */
 export class SigningKeys {
   private rows: KeyRow[] = [];
+  /** When the rows were read, and an unknown kid last re-read them: `elapsedMs()`, not the wall clock. */
   private loadedAt = -Infinity;
   private lastUnknownKidReload = -Infinity;
   private readonly imported = new Map<string, Promise<CryptoKey>>();
@@ -81,7 +88,7 @@ export class SigningKeys {
   /** The public key for a kid, or undefined; an unknown kid re-reads the store, rate-limited. */
   async verificationKey(kid: string): Promise<CryptoKey | undefined> {
     let row = this.publishedRows(await this.current()).find((r) => r.kid === kid);
-    const now = Date.now();
+    const now = elapsedMs();
     if (!row && now - this.lastUnknownKidReload >= UNKNOWN_KID_RELOAD_INTERVAL_MS) {
       this.lastUnknownKidReload = now;
       row = this.publishedRows(await this.reload()).find((r) => r.kid === kid);
@@ -128,13 +135,13 @@ export class SigningKeys {
   }
 
   private async current(): Promise<KeyRow[]> {
-    if (Date.now() - this.loadedAt < CACHE_TTL_MS) return this.rows;
+    if (elapsedMs() - this.loadedAt < CACHE_TTL_MS) return this.rows;
     return this.reload();
   }
 
   private async reload(): Promise<KeyRow[]> {
     this.rows = await this.store.db.selectFrom('signing_keys').selectAll().execute();
-    this.loadedAt = Date.now();
+    this.loadedAt = elapsedMs();
     return this.rows;
   }
 
