@@ -121,7 +121,16 @@ export async function createServices(config: Config, options: ServicesOptions = 
   const store = openStore(config.databaseUrl, { plugins: options.storePlugins });
   try {
     const cursorKey = await firstContact(store, config.databaseUrl, async () => {
-      if (options.migrate !== false) await store.migrate();
+      if (options.migrate !== false) {
+        const { newer } = await store.migrate();
+        // A newer Atrium migrated the database (an upgrade under way, or a rollback): its
+        // migrations are additive, so this build serves on; said once, at start.
+        if (newer.length > 0)
+          logger.warn(
+            { newer_migrations: newer },
+            `the database records migrations newer than this build (${newer.join(', ')}); running on it, as they are additive`,
+          );
+      }
       return loadCursorKey(store);
     });
     const clock = options.clock ?? systemClock;

@@ -9,7 +9,9 @@ export async function runMigrate(argv: string[]): Promise<number> {
   const config = loadConfig();
   const store = openStore(config.databaseUrl);
   try {
-    printResult({ applied: await firstContact(store, config.databaseUrl, () => store.migrate()) });
+    const { applied, newer } = await firstContact(store, config.databaseUrl, () => store.migrate());
+    // `newer` only when there are some: migrations a newer Atrium applied, which this build leaves be.
+    printResult(newer.length > 0 ? { applied, newer } : { applied });
   } finally {
     await store.close();
   }

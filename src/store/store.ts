@@ -13,10 +13,11 @@ import {
   type UnknownRow,
 } from 'kysely';
 import pg from 'pg';
+import { withoutPassword } from '../config/redact.js';
 import { ConfigError } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
 import type { Dialect } from './dialect.js';
-import { StaticMigrationProvider } from './migrations/index.js';
+import { migrationsFor, StaticMigrationProvider } from './migrations/index.js';
 import { pgPoolConfig } from './pg-options.js';
 import { sqliteFolderMade, sqliteWritable } from './sqlite-folder.js';
 import { guardedByRequestScope } from './request-guard.js';
@@ -25,11 +26,22 @@ import type { Database } from './types.js';
 
 export type Db = Kysely<Database>;
 
+export interface MigrationOutcome {
+  /** Migrations applied by this call, in order. */
+  applied: string[];
+  /** Migrations recorded in the database by a newer Atrium, unknown to this build; sorted. */
+  newer: string[];
+}
+
 export interface Store {
   readonly db: Db;
   readonly dialect: Dialect;
-  /** Applies pending migrations; returns the names applied now. */
-  migrate(): Promise<string[]>;
+  /**
+   * Applies pending migrations; returns the names applied now, and those the database records that
+   * this build does not know and that sort after all it knows (a newer Atrium migrated it: see
+   * `checkRecordedMigrations`). Refuses, as DATABASE_URL's error, a database another branch migrated.
+   */
+  migrate(): Promise<MigrationOutcome>;
   /** Answers when the database answers a trivial query; throws otherwise. */
   ping(): Promise<void>;
   /** Pool figures for /metrics (PostgreSQL only). */
@@ -107,6 +119,7 @@ function openSqlite(path: string, plugins: KyselyPlugin[], answers: AnswerListen
   return makeStore(
     db,
     'sqlite',
+    `sqlite:${path}`,
     () => undefined,
     counter,
     answers,
@@ -297,6 +310,7 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers
   return makeStore(
     db,
     'postgres',
+    url,
     () => ({
       total: pool.totalCount,
       idle: pool.idleCount,
@@ -307,9 +321,68 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers
   );
 }
 
+/** The names in Kysely's migration table, or none when it does not exist yet (a fresh database). */
+async function recordedMigrations(db: Db, dialect: Dialect): Promise<string[]> {
+  const exists =
+    dialect === 'sqlite'
+      ? sql<{
+          found: number;
+        }>`select 1 as found from sqlite_master where type = 'table' and name = 'kysely_migration'`
+      : sql<{ found: number }>`select 1 as found where to_regclass('kysely_migration') is not null`;
+  if ((await exists.execute(db)).rows.length === 0) return [];
+  const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+  return rows.map((r) => r.name);
+}
+
+/**
+ * What the database's recorded migrations say about the build that made it, before Kysely sees
+ * them (Kysely refuses any recorded name it does not know as "corrupted migrations", an internal
+ * error, which would keep an old build from starting on a database a newer one migrated).
+ *
+ * Migrations are append-only and additive (docs/architecture.md), so a database migrated by a newer
+ * Atrium serves an older build unchanged: recorded names this build does not know, all sorting after
+ * every name it knows, with every migration it knows applied, are `newer` and accepted. Anything
+ * else unknown means another line of Atrium migrated it, and this build cannot know what its
+ * migrations changed: an unknown name sorting before one this build knows (a different branch), or
+ * newer names while one of this build's own is missing (a newer build of the same line would have
+ * applied it). That is refused as DATABASE_URL's error, naming the migrations, before anything is
+ * written. Returns the pending known migrations and the newer ones.
+ */
+export function checkRecordedMigrations(
+  known: readonly string[],
+  recorded: readonly string[],
+  databaseUrl: string,
+): { pending: string[]; newer: string[] } {
+  const knownSet = new Set(known);
+  const recordedSet = new Set(recorded);
+  const unknown = recorded.filter((name) => !knownSet.has(name)).sort();
+  const pending = [...known].sort().filter((name) => !recordedSet.has(name));
+  if (unknown.length === 0) return { pending, newer: [] };
+  const lastKnown = [...known].sort().at(-1) ?? '';
+  const refuse = (why: string) =>
+    new ConfigError(
+      'DATABASE_URL',
+      `a database migrated by this build of Atrium, an earlier one or a newer one of the same line; ${why}`,
+      withoutPassword(databaseUrl),
+    );
+  const before = unknown.filter((name) => name < lastKnown);
+  if (before.length > 0)
+    throw refuse(
+      `it records migrations this build does not know that sort before its own ${lastKnown} ` +
+        `(${before.join(', ')}): another branch of Atrium migrated it`,
+    );
+  if (pending.length > 0)
+    throw refuse(
+      `it records migrations newer than this build (${unknown.join(', ')}) but not this build's ` +
+        `${pending.join(', ')}: a build without them, of another branch, migrated it`,
+    );
+  return { pending: [], newer: unknown };
+}
+
 function makeStore(
   db: Db,
   dialect: Dialect,
+  databaseUrl: string,
   poolStats: Store['poolStats'],
   counter: { n: number },
   answers: AnswerListeners,
@@ -343,12 +416,23 @@ function makeStore(
         if (error) throw error instanceof Error ? error : new Error(String(error));
         return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
       };
-      if (!exclusively) return apply(db);
-      // Up to date (every start but the first after an upgrade): no write lock is needed, and none
-      // is waited for behind another process's long write.
-      const migrations = await migratorOn(db).getMigrations();
-      if (migrations.every((m) => m.executedAt !== undefined)) return [];
-      return exclusively(apply);
+      const known = Object.keys(migrationsFor(dialect));
+      const check = async () =>
+        checkRecordedMigrations(known, await recordedMigrations(db, dialect), databaseUrl);
+      const { pending, newer } = await check();
+      // Up to date (every start but the first after an upgrade), or migrated by a newer Atrium: no
+      // write lock is needed, and none is waited for behind another process's long write.
+      if (pending.length === 0) return { applied: [], newer };
+      try {
+        return { applied: await (exclusively ? exclusively(apply) : apply(db)), newer: [] };
+      } catch (err) {
+        // Another build migrated the database between the check and the lock (an upgrade's
+        // `atrium migrate` beside this start): judged again as it is now.
+        if (!(err instanceof Error && err.message.startsWith('corrupted migrations'))) throw err;
+        const now = await check();
+        if (now.pending.length > 0) throw err;
+        return { applied: [], newer: now.newer };
+      }
     },
     async ping() {
       await sql`select 1`.execute(db);

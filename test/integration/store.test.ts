@@ -85,8 +85,8 @@ describe(`store on ${testDialect()}`, () => {
   });
 
   it('applies the migrations on a fresh database, then applies nothing the second time', async () => {
-    expect(await store.migrate()).toEqual(MIGRATIONS);
-    expect(await store.migrate()).toEqual([]);
+    expect((await store.migrate()).applied).toEqual(MIGRATIONS);
+    expect(await store.migrate()).toEqual({ applied: [], newer: [] });
     const tables = (await store.db.introspection.getTables()).map((t) => t.name);
     for (const table of EXPECTED_TABLES) expect(tables, table).toContain(table);
     await store.ping();
@@ -335,7 +335,7 @@ describe('SQLite file databases', () => {
       expect(String(await pragma('journal_mode')).toLowerCase()).toBe('wal');
       expect(Number(await pragma('foreign_keys'))).toBe(1);
       expect(Number(await pragma('busy_timeout'))).toBe(5000);
-      expect(await store.migrate()).toEqual(MIGRATIONS);
+      expect((await store.migrate()).applied).toEqual(MIGRATIONS);
       expect(store.poolStats()).toBeUndefined();
     } finally {
       await store.close();
@@ -350,7 +350,7 @@ describe('SQLite file databases', () => {
     await first.close();
     const second = openStore(path);
     try {
-      expect(await second.migrate()).toEqual([]);
+      expect(await second.migrate()).toEqual({ applied: [], newer: [] });
       expect(await second.db.selectFrom('organizations').select('id').execute()).toEqual([
         { id: 'org_persist' },
       ]);
