@@ -5,6 +5,7 @@ import { closeServices, createServices, type Services } from '../../../src/compo
 import { parseConfig } from '../../../src/config/schema.js';
 import type { TestAtrium } from '../../helpers/atrium.js';
 import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
+import { until } from '../../helpers/wait.js';
 
 /** Stripe's own verifier: the test receiver checks every delivery the way a Stripe user would. */
 const stripe = new Stripe('sk_test_atrium_webhook_tests');
@@ -184,6 +185,32 @@ export async function deliveriesOf(
   const res = await api(atrium, 'GET', `/api/v2/webhook_endpoints/${endpointId}/deliveries`, headers);
   if (res.status !== 200) throw new Error(`deliveries answered ${res.status}`);
   return (res.body as { data: Array<Record<string, unknown>> }).data;
+}
+
+/**
+ * The endpoint's deliveries once `done` holds for them, read as `deliveriesOf` reads them every
+ * 50 ms for at most `timeoutMs`: an outcome is written after the receiver has answered, in a batch
+ * of its own, so a test that reads right after the receiver saw the attempt (or after a fixed sleep)
+ * raced that write and lost it on a loaded machine.
+ */
+export async function deliveriesWhen(
+  atrium: TestAtrium,
+  endpointId: string,
+  headers: Record<string, string>,
+  done: (deliveries: Array<Record<string, unknown>>) => boolean,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<Array<Record<string, unknown>>> {
+  let seen: Array<Record<string, unknown>> = [];
+  await until(
+    async () => done((seen = await deliveriesOf(atrium, endpointId, headers))),
+    what,
+    timeoutMs,
+    50,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last read: ${JSON.stringify(seen)}`);
+  });
+  return seen;
 }
 
 /** The endpoint's attempts (newest first), read through the REST API as its owner reads them. */
