@@ -21,7 +21,8 @@ export interface ServeOptions {
   /**
    * As `npm start` runs it: the built CLI (`bin/atrium.js`; call `ensureBuilt()` first), in `cwd`,
    * with nothing in its environment but PATH and `env`. Otherwise the sources through tsx from the
-   * checkout, in test mode, logging at info on 127.0.0.1 with PORT 0.
+   * checkout, in test mode, logging at info on 127.0.0.1 with PORT and GRPC_PORT 0 (so test files
+   * running side by side never meet on gRPC's default 50051).
    */
   asUser?: { cwd: string };
 }
@@ -43,6 +44,7 @@ export async function serve(env: Record<string, string>, options: ServeOptions =
           LOG_LEVEL: 'info',
           HOST: '127.0.0.1',
           PORT: '0',
+          GRPC_PORT: '0',
           ...env,
         },
         stdio: ['ignore', 'ignore', 'pipe'],
