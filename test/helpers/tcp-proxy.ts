@@ -6,7 +6,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * connection and stops listening, so the next connection attempt is refused (ECONNREFUSED), as
  * when a deployment's PostgreSQL goes away. `hang()` keeps every connection open and accepts new
  * ones but forwards nothing either way, as a stopped server (SIGSTOP) or a network path that
- * swallows packets does; `resume()` forwards again, what was held back included.
+ * swallows packets does; `resume()` forwards again, what was held back included. `holdAnswers(n)`
+ * holds back only what the server answers on one connection (a reply that is late, on a server
+ * that is otherwise well), seen through `onClientData`.
  */
 export class TcpProxy {
   private constructor(
@@ -15,17 +17,29 @@ export class TcpProxy {
     private readonly pairs: Set<[Socket, Socket]>,
     private readonly state: { hung: boolean },
     private readonly forgotten: WeakSet<Socket>,
+    private readonly numbered: Map<number, [Socket, Socket]>,
     readonly port: number,
   ) {}
 
-  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+  static async start(
+    target: { host: string; port: number },
+    options: {
+      /** Each chunk a client sends, with the number of its connection (1 for the first accepted). */
+      onClientData?: (chunk: Buffer, connection: number) => void;
+    } = {},
+  ): Promise<TcpProxy> {
     const sockets = new Set<Socket>();
     const pairs = new Set<[Socket, Socket]>();
     const state = { hung: false };
     const forgotten = new WeakSet<Socket>();
+    const numbered = new Map<number, [Socket, Socket]>();
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host);
       const pair: [Socket, Socket] = [client, upstream];
+      const connection = numbered.size + 1;
+      numbered.set(connection, pair);
+      if (options.onClientData)
+        client.on('data', (chunk: Buffer) => options.onClientData!(chunk, connection));
       pairs.add(pair);
       for (const s of pair) {
         sockets.add(s);
@@ -52,8 +66,27 @@ export class TcpProxy {
       pairs,
       state,
       forgotten,
+      numbered,
       (server.address() as { port: number }).port,
     );
+  }
+
+  /**
+   * Holds back what the server answers on connection `n` (numbered as `onClientData` numbers them)
+   * until `releaseAnswers(n)`; what the client sends still goes through. Call it from `onClientData`
+   * to hold the answer to that very chunk: it cannot have come back within the same turn.
+   */
+  holdAnswers(n: number): void {
+    const [client, upstream] = this.numbered.get(n)!;
+    upstream.unpipe(client);
+    upstream.pause();
+  }
+
+  /** Forwards connection `n`'s answers again, those held back first. */
+  releaseAnswers(n: number): void {
+    const [client, upstream] = this.numbered.get(n)!;
+    upstream.pipe(client);
+    upstream.resume();
   }
 
   /**

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/build.js';
 import { root } from '../helpers/cli.js';
 import { freshDatabase, testDialect, type TestDatabase } from '../helpers/database.js';
+import { TEST_REDIS_URL } from '../helpers/redis.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * docs/deployment.md: the same signal a second time ends a drain at once with 1; the other one does
@@ -15,89 +16,11 @@ import { freshDatabase, testDialect, type TestDatabase } from '../helpers/databa
  * is done. A second signal then was dropped without a word: Ctrl-C twice did nothing until the start
  * had settled and handed over to the drain.
  *
- * The built CLI, `--role grpc`, with a Redis that does not answer the first readiness probe's PING
- * (the gRPC listener asks it once before it reports started): that PING is the moment the start is
- * settling, and it stays there until the probe's 2 s timeout.
+ * The built CLI, `--role grpc`, with the real Redis behind a relay that holds back the answer to the
+ * first readiness probe's PING (the gRPC listener asks it once before it reports started): that
+ * PING is the moment the start is settling, and it stays there until the answer is let through
+ * (once the second signal is answered) or the probe's 2 s timeout.
  */
-
-interface FakeRedis {
-  port: number;
-  close(): void;
-}
-
-/** Enough of Redis for a start; the first connection's PING (the readiness probe) is never answered. */
-function fakeRedis(onProbe: () => void): Promise<FakeRedis> {
-  let connections = 0;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    const id = ++connections;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    let pending = Buffer.alloc(0);
-    let subscriptions = 0;
-    socket.on('data', (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      for (let command = readCommand(pending); command; command = readCommand(pending)) {
-        pending = pending.subarray(command.length);
-        const [name = '', ...args] = command.args;
-        switch (name.toUpperCase()) {
-          case 'PING':
-            if (id === 1) onProbe();
-            else socket.write('+PONG\r\n');
-            break;
-          case 'INFO': {
-            const info = '# Server\r\nredis_version:7.0.0\r\nloading:0\r\n';
-            socket.write(`$${info.length}\r\n${info}\r\n`);
-            break;
-          }
-          case 'SUBSCRIBE':
-            for (const channel of args) {
-              subscriptions += 1;
-              socket.write(
-                `*3\r\n$9\r\nsubscribe\r\n$${Buffer.byteLength(channel)}\r\n${channel}\r\n:${subscriptions}\r\n`,
-              );
-            }
-            break;
-          case 'GET':
-            socket.write('$-1\r\n');
-            break;
-          default:
-            socket.write('+OK\r\n');
-        }
-      }
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as { port: number }).port,
-        close: () => {
-          for (const s of sockets) s.destroy();
-          server.close();
-        },
-      }),
-    ),
-  );
-}
-
-/** One RESP command (an array of bulk strings) at the start of `buffer`, if it is all there. */
-function readCommand(buffer: Buffer): { args: string[]; length: number } | undefined {
-  let end = buffer.indexOf('\r\n');
-  if (buffer[0] !== 0x2a || end < 0) return undefined;
-  const count = Number(buffer.subarray(1, end).toString());
-  let at = end + 2;
-  const args: string[] = [];
-  for (let i = 0; i < count; i++) {
-    end = buffer.indexOf('\r\n', at);
-    if (end < 0) return undefined;
-    const size = Number(buffer.subarray(at + 1, end).toString());
-    if (buffer.length < end + 2 + size + 2) return undefined;
-    args.push(buffer.subarray(end + 2, end + 2 + size).toString());
-    at = end + 2 + size + 2;
-  }
-  return { args, length: at };
-}
 
 interface Line {
   msg: string;
@@ -125,11 +48,19 @@ describe('a second stop signal while the start is settling', { timeout: 120_000 
     let stderr = '';
     let probed = false;
     let sendFirst = () => undefined as void;
-    const redis = await fakeRedis(() => {
-      if (probed) return;
-      probed = true;
-      sendFirst();
-    });
+    const target = new URL(TEST_REDIS_URL);
+    // The process's first connection carries the readiness probe's PING (ioredis sends none of its own).
+    const redis: TcpProxy = await TcpProxy.start(
+      { host: target.hostname, port: Number(target.port || 6379) },
+      {
+        onClientData: (chunk, connection) => {
+          if (probed || connection !== 1 || !/\$4\r\nping\r\n/i.test(chunk.toString('latin1'))) return;
+          probed = true;
+          redis.holdAnswers(1);
+          sendFirst();
+        },
+      },
+    );
     try {
       const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), 'serve', '--role', 'grpc'], {
         cwd: root,
@@ -140,7 +71,7 @@ describe('a second stop signal while the start is settling', { timeout: 120_000 
           GRPC_PORT: '0',
           LOG_LEVEL: 'info',
           DATABASE_URL: database.url,
-          REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+          REDIS_URL: `redis://127.0.0.1:${redis.port}${target.pathname}`,
         },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
@@ -148,11 +79,20 @@ describe('a second stop signal while the start is settling', { timeout: 120_000 
       const kill = setTimeout(() => child.kill('SIGKILL'), 90_000);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       let sentSecond = false;
+      let released = false;
       child.stderr.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         if (!sentSecond && stderr.includes('"msg":"signal while starting; stopped before serving"')) {
           sentSecond = true;
           child.kill(second);
+        }
+        // The second signal answered: the probe may have its PONG, and the start goes on to close.
+        if (
+          !released &&
+          /"msg":"(already stopping|second signal while starting; exiting now)"/.test(stderr)
+        ) {
+          released = true;
+          redis.releaseAnswers(1);
         }
       });
       sendFirst = () => void child.kill(first);
@@ -164,7 +104,7 @@ describe('a second stop signal while the start is settling', { timeout: 120_000 
         .map((l) => JSON.parse(l) as Line);
       return { code, lines, stderr, probed };
     } finally {
-      redis.close();
+      await redis.cut();
     }
   }
 
