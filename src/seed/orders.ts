@@ -1,6 +1,7 @@
 import type { Insertable, Kysely } from 'kysely';
 import { discountFor } from '../domain/coupons.js';
 import { idAt } from '../domain/ids.js';
+import { sameSecond } from '../domain/order-conditions.js';
 import type {
   CouponsTable,
   Database,
@@ -162,8 +163,7 @@ function buildOrder(r: Random, plan: OrderPlan, createdMs: number, batch: Batch)
     }),
     created_at: createdAt,
     updated_at: new Date(updatedMs).toISOString(),
-    changed_twice_in_second:
-      previousMs !== undefined && Math.floor(previousMs / 1000) === Math.floor(updatedMs / 1000) ? 1 : 0,
+    changed_twice_in_second: previousMs !== undefined && sameSecond(previousMs, updatedMs) ? 1 : 0,
   });
 }
 

@@ -315,16 +315,3 @@ export function untilReadyOrRefused(redis: Redis, ms: number): Promise<Error | u
   });
 }
 
-/** Resolves when the connection is ready, or after `ms` regardless: a late Redis only degrades. */
-export function untilReady(redis: Redis, ms: number): Promise<void> {
-  if (redis.status === 'ready') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    redis.once('ready', done);
-  });
-}

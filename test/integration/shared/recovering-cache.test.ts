@@ -1,6 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SharedStateHealth, SharedStateUnavailable, untilReady } from '../../../src/shared/health.js';
+import {
+  SharedStateHealth,
+  SharedStateUnavailable,
+  untilReadyOrRefused,
+} from '../../../src/shared/health.js';
 import { RecoveringCache } from '../../../src/shared/recovering-cache.js';
 import { RedisCache } from '../../../src/shared/redis-cache.js';
 import { connectRedis } from '../../../src/shared/redis-connection.js';
@@ -39,7 +43,7 @@ describe('RecoveringCache', () => {
       health,
       options.maxPending,
     );
-    if (!options.cut) await untilReady(redis, 5_000);
+    if (!options.cut) await untilReadyOrRefused(redis, 5_000);
     return { cache, health, proxy };
   }
   const stored = (key: string) => direct.get(prefix + key);

@@ -4,7 +4,7 @@ import {
   failFast,
   SharedStateHealth,
   SharedStateUnavailable,
-  untilReady,
+  untilReadyOrRefused,
 } from '../../../src/shared/health.js';
 import { RedisCache } from '../../../src/shared/redis-cache.js';
 import { connectRedis } from '../../../src/shared/redis-connection.js';
@@ -51,7 +51,7 @@ describe('Redis outage logging', () => {
     const warnings: string[] = [];
     health.useLogger({ warn: (_obj: object, msg: string) => void warnings.push(msg), info: () => undefined });
     const cache = failFast(health, new RedisCache(redis, uniquePrefix('hang')));
-    await untilReady(redis, 5_000);
+    await untilReadyOrRefused(redis, 5_000);
     let readyEvents = 0;
     redis.on('ready', () => void (readyEvents += 1));
     await cache.get('k');
@@ -89,7 +89,7 @@ describe('Redis outage logging', () => {
     redis = connectRedis(`redis://127.0.0.1:${proxy.port}`);
     const log = memoryLog('info');
     new SharedStateHealth(redis).useLogger(log.logger);
-    await untilReady(redis, 5_000);
+    await untilReadyOrRefused(redis, 5_000);
     expect(redis.status).toBe('ready');
     const messages = () => log.lines.map((l) => l.msg);
 
