@@ -49,15 +49,8 @@ export function stopOnSignals(options: StopOnSignalsOptions): Promise<number> {
     let first: string | undefined;
     let outcome: number | undefined;
     const stop = (signal: string) => {
-      if (first === signal) {
-        log.warn({ signal }, 'second signal while draining; exiting now');
-        exitNow(1);
-        return;
-      }
       if (first !== undefined) {
-        // Ctrl-C on `atrium cluster` in a terminal: the SIGINT reaches every process of the
-        // foreground group, then the cluster asks each of its processes to stop with SIGTERM.
-        log.info({ signal, first }, 'already draining');
+        repeatedSignal(log, signal, first, 'draining', exitNow);
         return;
       }
       first = signal;
@@ -127,6 +120,25 @@ export function stopSignalDesk(): StopSignalDesk {
   return desk;
 }
 
+/**
+ * A signal after the first of a stop, during the start or the drain: the same signal again ends the
+ * process at once with 1 (Ctrl-C twice, a supervisor asking again); the other one is only logged
+ * (Ctrl-C on `atrium cluster` in a terminal: the SIGINT reaches every process of the foreground
+ * group, then the cluster asks each of its processes to stop with SIGTERM).
+ */
+function repeatedSignal(
+  log: Logger,
+  signal: string,
+  first: string,
+  phase: 'starting' | 'draining',
+  exitNow: (code: number) => void,
+): void {
+  if (signal === first) {
+    log.warn({ signal }, `second signal while ${phase}; exiting now`);
+    exitNow(1);
+  } else log.info({ signal, first }, phase === 'draining' ? 'already draining' : 'already stopping');
+}
+
 /** Flushes the log, then ends the process; a destination that never calls back does not hold it. */
 function exitAfterLog(log: Logger, code: number, exit: (code: number) => void): void {
   let done = false;
@@ -173,12 +185,8 @@ export function watchStartSignals(
   let built = false;
   (options.desk ?? stopSignalDesk()).take((signal) => {
     if (signalled) {
-      // The start is closing what it made (once built): as during a drain, the same signal again
-      // ends the process at once with 1, the other one does not (docs/deployment.md).
-      if (signal === signalled) {
-        logger.warn({ signal }, 'second signal while starting; exiting now');
-        exitAfterLog(logger, 1, exit);
-      } else logger.info({ signal, first: signalled }, 'already stopping');
+      // The start is closing what it made (once built): as during a drain (docs/deployment.md).
+      repeatedSignal(logger, signal, signalled, 'starting', (code) => exitAfterLog(logger, code, exit));
       return;
     }
     signalled = signal;
