@@ -1,5 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import type { ServicesOptions } from '../../../src/compose.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
+import { call, type RestAnswer } from '../../helpers/rest-client.js';
 import { forSuite } from '../../helpers/suite.js';
 
 /** Shared set-up for the order API tests: a small catalogue, coupons and request helpers. */
@@ -141,4 +144,47 @@ export async function orderCount(atrium: TestAtrium): Promise<number> {
     .select((eb) => eb.fn.countAll().as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+export interface SocketShop {
+  atrium: TestAtrium;
+  /** The HTTP base URL the API listens on. */
+  base: string;
+  cat: Catalogue;
+  owner: Headers;
+  /** A request over the socket as `owner`, with extra (conditional) headers and a JSON body. */
+  send(method: string, path: string, conditions?: Headers, json?: unknown): Promise<RestAnswer>;
+}
+
+/**
+ * An API-only Atrium listening on a real socket, the catalogue and an order owner, for the enclosing
+ * describe block (see forSuite), stopped after its tests.
+ */
+export function socketShopForSuite(options: ServicesOptions = {}): SocketShop {
+  return forSuite(
+    async () => {
+      const atrium = await startTestAtrium({}, ['api'], options);
+      const base = (await atrium.listen()).httpUrl!;
+      const owner = (await atrium.caller()).headers;
+      const cat = await makeCatalogue(atrium);
+      const send: SocketShop['send'] = (method, path, conditions = {}, json) =>
+        call(base, method, path, {
+          headers: { ...owner, ...conditions },
+          ...(json === undefined ? {} : { json }),
+        });
+      return { atrium, base, cat, owner, send };
+    },
+    (shop) => shop.atrium.stop(),
+  );
+}
+
+/** 412 precondition_failed in the spec's error shape: a conditional write refused. */
+export function expectPreconditionFailed(res: RestAnswer): void {
+  expect(res.status, res.text).toBe(412);
+  expect(res.body).toEqual({
+    error: 'precondition_failed',
+    message: expect.any(String),
+    request_id: res.headers.get('x-request-id'),
+    details: [],
+  });
 }

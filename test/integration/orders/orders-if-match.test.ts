@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { call, type RestAnswer } from '../../helpers/rest-client.js';
+import { describe, expect, it } from 'vitest';
+import { call } from '../../helpers/rest-client.js';
 import { StatementGate } from '../../helpers/statement-gate.js';
-import { type Catalogue, makeCatalogue, orderBody } from './fixtures.js';
+import { expectPreconditionFailed, orderBody, type SocketShop, socketShopForSuite } from './fixtures.js';
 
 /**
  * Conditional writes (RFC 9110 §13.1.1, §13.1.4, §13.2.2) as a client sees them over a real socket:
@@ -11,30 +10,15 @@ import { type Catalogue, makeCatalogue, orderBody } from './fixtures.js';
  * 2026-11-28 both headers were ignored, so two writers silently overwrote each other.
  */
 describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  let owner: Record<string, string>;
-  let cat: Catalogue;
-
-  beforeAll(async () => {
-    atrium = await startTestAtrium({}, ['api']);
-    base = (await atrium.listen()).httpUrl!;
-    owner = (await atrium.caller()).headers;
-    cat = await makeCatalogue(atrium);
-  });
-  afterAll(async () => {
-    await atrium?.stop();
-  });
-
-  const send = (method: string, path: string, conditions: Record<string, string> = {}, json?: unknown) =>
-    call(base, method, path, {
-      headers: { ...owner, ...conditions },
-      ...(json === undefined ? {} : { json }),
-    });
+  const shop = socketShopForSuite();
+  const send: SocketShop['send'] = (...request) => shop.send(...request);
 
   /** A new PENDING order and the validators a GET of it in `version` hands out. */
   async function fresh(version: 'v1' | 'v2' = 'v2') {
-    const created = await call(base, 'POST', '/api/v2/orders', { headers: owner, json: orderBody(cat) });
+    const created = await call(shop.base, 'POST', '/api/v2/orders', {
+      headers: shop.owner,
+      json: orderBody(shop.cat),
+    });
     expect(created.status).toBe(201);
     const id = (created.body as { id: string }).id;
     const path = `/api/${version}/orders/${id}`;
@@ -49,16 +33,6 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
     };
   }
 
-  const expectRefused = (res: RestAnswer) => {
-    expect(res.status, res.text).toBe(412);
-    expect(res.body).toEqual({
-      error: 'precondition_failed',
-      message: expect.any(String),
-      request_id: res.headers.get('x-request-id'),
-      details: [],
-    });
-  };
-
   /** The order as a GET answers it now: body and ETag, to show a refused write changed nothing. */
   const now = async (path: string) => {
     const res = await send('GET', path);
@@ -68,7 +42,7 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
   const PAST = 'Mon, 01 Jan 2001 00:00:00 GMT';
   const FUTURE = 'Fri, 01 Jan 2100 00:00:00 GMT';
   const replacement = () =>
-    orderBody(cat, { items: [{ product_id: cat.gadget, quantity: 3 }], currency: 'GBP' });
+    orderBody(shop.cat, { items: [{ product_id: shop.cat.gadget, quantity: 3 }], currency: 'GBP' });
 
   describe('If-Match', () => {
     it("the tester's report: a PATCH with the ETag from before another writer's change is 412", async () => {
@@ -77,7 +51,7 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
       expect(first.status).toBe(200);
       const after = await now(o.path);
       expect(after.etag).not.toBe(o.etag);
-      expectRefused(await send('PATCH', o.path, { 'if-match': o.etag }, { currency: 'GBP' }));
+      expectPreconditionFailed(await send('PATCH', o.path, { 'if-match': o.etag }, { currency: 'GBP' }));
       expect(await now(o.path)).toEqual(after);
       expect(after.body?.currency).toBe('EUR');
     });
@@ -85,9 +59,9 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
     it('a stale tag on PATCH, PUT and DELETE is 412 and leaves the order as it was', async () => {
       const o = await fresh();
       const before = await now(o.path);
-      expectRefused(await send('PATCH', o.path, { 'if-match': '"stale"' }, { currency: 'GBP' }));
-      expectRefused(await send('PUT', o.path, { 'if-match': '"stale"' }, replacement()));
-      expectRefused(await send('DELETE', o.path, { 'if-match': '"stale"' }));
+      expectPreconditionFailed(await send('PATCH', o.path, { 'if-match': '"stale"' }, { currency: 'GBP' }));
+      expectPreconditionFailed(await send('PUT', o.path, { 'if-match': '"stale"' }, replacement()));
+      expectPreconditionFailed(await send('DELETE', o.path, { 'if-match': '"stale"' }));
       expect(await now(o.path)).toEqual(before);
     });
 
@@ -125,7 +99,7 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
 
     it('a list matches when one member is the current tag, and not otherwise', async () => {
       const o = await fresh();
-      expectRefused(await send('PATCH', o.path, { 'if-match': '"a", "b"' }, { currency: 'EUR' }));
+      expectPreconditionFailed(await send('PATCH', o.path, { 'if-match': '"a", "b"' }, { currency: 'EUR' }));
       const res = await send('PATCH', o.path, { 'if-match': `"a", ${o.etag}, "b"` }, { currency: 'EUR' });
       expect(res.status).toBe(200);
     });
@@ -133,9 +107,11 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
     it('strong comparison: the weak form of the current tag never matches', async () => {
       const o = await fresh();
       const before = await now(o.path);
-      expectRefused(await send('PATCH', o.path, { 'if-match': `W/${o.etag}` }, { currency: 'EUR' }));
-      expectRefused(await send('DELETE', o.path, { 'if-match': `W/${o.etag}` }));
-      expectRefused(
+      expectPreconditionFailed(
+        await send('PATCH', o.path, { 'if-match': `W/${o.etag}` }, { currency: 'EUR' }),
+      );
+      expectPreconditionFailed(await send('DELETE', o.path, { 'if-match': `W/${o.etag}` }));
+      expectPreconditionFailed(
         await send('PATCH', o.path, { 'if-match': o.etag.replace(/"/g, '') }, { currency: 'EUR' }),
       );
       expect(await now(o.path)).toEqual(before);
@@ -143,13 +119,13 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
 
     it('a stale tag is 412 even when the PATCH would change nothing', async () => {
       const o = await fresh();
-      expectRefused(await send('PATCH', o.path, { 'if-match': '"stale"' }, {}));
+      expectPreconditionFailed(await send('PATCH', o.path, { 'if-match': '"stale"' }, {}));
     });
 
     it("403 and 404 come before the condition: it never reveals another caller's order", async () => {
       const o = await fresh();
-      const stranger = (await atrium.caller()).headers;
-      const res = await call(base, 'PATCH', o.path, {
+      const stranger = (await shop.atrium.caller()).headers;
+      const res = await call(shop.base, 'PATCH', o.path, {
         headers: { ...stranger, 'if-match': '"stale"' },
         json: { currency: 'EUR' },
       });
@@ -165,11 +141,13 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
     it('a date before the last change is 412 on PATCH, PUT and DELETE; nothing changes', async () => {
       const o = await fresh();
       const before = await now(o.path);
-      expectRefused(await send('PATCH', o.path, { 'if-unmodified-since': PAST }, { currency: 'EUR' }));
-      expectRefused(await send('PUT', o.path, { 'if-unmodified-since': PAST }, replacement()));
-      expectRefused(await send('DELETE', o.path, { 'if-unmodified-since': PAST }));
+      expectPreconditionFailed(
+        await send('PATCH', o.path, { 'if-unmodified-since': PAST }, { currency: 'EUR' }),
+      );
+      expectPreconditionFailed(await send('PUT', o.path, { 'if-unmodified-since': PAST }, replacement()));
+      expectPreconditionFailed(await send('DELETE', o.path, { 'if-unmodified-since': PAST }));
       const oneSecondEarlier = new Date(Date.parse(o.lastModified) - 1000).toUTCString();
-      expectRefused(
+      expectPreconditionFailed(
         await send('PATCH', o.path, { 'if-unmodified-since': oneSecondEarlier }, { currency: 'EUR' }),
       );
       expect(await now(o.path)).toEqual(before);
@@ -203,7 +181,7 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
         { currency: 'EUR' },
       );
       expect(ok.status).toBe(200);
-      expectRefused(
+      expectPreconditionFailed(
         await send(
           'PATCH',
           o.path,
@@ -221,18 +199,20 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
       const v1Etag = (await send('GET', v1Path)).headers.get('etag')!;
       expect(v1Etag).not.toBe(v2.etag);
       const before = await now(v1Path);
-      expectRefused(await send('PATCH', v1Path, { 'if-match': v2.etag }, { coupon_code: 'TENOFF' }));
+      expectPreconditionFailed(
+        await send('PATCH', v1Path, { 'if-match': v2.etag }, { coupon_code: 'TENOFF' }),
+      );
       expect(await now(v1Path)).toEqual(before);
       const res = await send('PATCH', v1Path, { 'if-match': v1Etag }, { coupon_code: 'TENOFF' });
       expect(res.status).toBe(200);
       expect(res.headers.get('deprecation')).toBe('true');
       // The amount changed, so the v1 tag did too: the old one is stale for PUT and DELETE.
-      expectRefused(await send('PUT', v1Path, { 'if-match': v1Etag }, replacement()));
+      expectPreconditionFailed(await send('PUT', v1Path, { 'if-match': v1Etag }, replacement()));
       const refused = await send('DELETE', v1Path, { 'if-match': v1Etag });
-      expectRefused(refused);
+      expectPreconditionFailed(refused);
       expect(refused.headers.get('deprecation')).toBe('true');
       expect((await now(v1Path)).status).toBe(200);
-      expectRefused(await send('DELETE', v1Path, { 'if-unmodified-since': PAST }));
+      expectPreconditionFailed(await send('DELETE', v1Path, { 'if-unmodified-since': PAST }));
       expect((await send('DELETE', v1Path, { 'if-match': (await now(v1Path)).etag! })).status).toBe(204);
     });
   });
@@ -242,18 +222,18 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
       const o = await fresh();
       const before = await now(o.path);
       const items = `${o.path}/items`;
-      expectRefused(
-        await send('POST', items, { 'if-match': '"stale"' }, { product_id: cat.widget, quantity: 1 }),
+      expectPreconditionFailed(
+        await send('POST', items, { 'if-match': '"stale"' }, { product_id: shop.cat.widget, quantity: 1 }),
       );
       const itemId = (o.body.items as { id: string }[])[0]!.id;
-      expectRefused(await send('DELETE', `${items}/${itemId}`, { 'if-match': '"stale"' }));
-      expectRefused(await send('DELETE', `${items}/${itemId}`, { 'if-unmodified-since': PAST }));
+      expectPreconditionFailed(await send('DELETE', `${items}/${itemId}`, { 'if-match': '"stale"' }));
+      expectPreconditionFailed(await send('DELETE', `${items}/${itemId}`, { 'if-unmodified-since': PAST }));
       expect(await now(o.path)).toEqual(before);
       const added = await send(
         'POST',
         items,
         { 'if-match': o.etag },
-        { product_id: cat.widget, quantity: 1 },
+        { product_id: shop.cat.widget, quantity: 1 },
       );
       expect(added.status).toBe(201);
       const removed = await send('DELETE', `${items}/${itemId}`, { 'if-match': (await now(o.path)).etag! });
@@ -262,18 +242,18 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
 
     it('cancel with a stale tag is 412 and the order stays PENDING; with the current tag it is cancelled', async () => {
       const o = await fresh();
-      expectRefused(await send('POST', `${o.path}/cancel`, { 'if-match': '"stale"' }));
-      expectRefused(await send('POST', `${o.path}/cancel`, { 'if-unmodified-since': PAST }));
+      expectPreconditionFailed(await send('POST', `${o.path}/cancel`, { 'if-match': '"stale"' }));
+      expectPreconditionFailed(await send('POST', `${o.path}/cancel`, { 'if-unmodified-since': PAST }));
       expect((await now(o.path)).body?.status).toBe('PENDING');
       expect((await send('POST', `${o.path}/cancel`, { 'if-match': o.etag })).status).toBe(204);
       expect((await now(o.path)).body?.status).toBe('CANCELLED');
     });
 
     it('refund with a stale tag is 412 and nothing is refunded', async () => {
-      const admin = (await atrium.caller({ role: 'admin' })).headers;
+      const admin = (await shop.atrium.caller({ role: 'admin' })).headers;
       const o = await fresh();
       for (const status of ['PROCESSING', 'SHIPPED']) {
-        const res = await call(base, 'PATCH', o.path, { headers: admin, json: { status } });
+        const res = await call(shop.base, 'PATCH', o.path, { headers: admin, json: { status } });
         expect(res.status).toBe(200);
       }
       const shipped = await now(o.path);
@@ -281,8 +261,8 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
       expect((await send('PATCH', o.path, { 'if-match': shipped.etag! }, { currency: 'EUR' })).status).toBe(
         409,
       );
-      expectRefused(await send('PATCH', o.path, { 'if-match': o.etag }, { currency: 'EUR' }));
-      expectRefused(await send('POST', `${o.path}/refund`, { 'if-match': o.etag }));
+      expectPreconditionFailed(await send('PATCH', o.path, { 'if-match': o.etag }, { currency: 'EUR' }));
+      expectPreconditionFailed(await send('POST', `${o.path}/refund`, { 'if-match': o.etag }));
       expect((await now(o.path)).body?.refunded).toBe(false);
       expect((await send('POST', `${o.path}/refund`, { 'if-match': shipped.etag! })).status).toBe(204);
       expect((await now(o.path)).body?.refunded).toBe(true);
@@ -290,7 +270,7 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
   });
 
   it('the OpenAPI document gives every conditional write both headers and its 412, v1 and v2', async () => {
-    const doc = (await call(base, 'GET', '/openapi.json')).body as {
+    const doc = (await call(shop.base, 'GET', '/openapi.json')).body as {
       paths: Record<
         string,
         Record<string, { parameters?: { in: string; name: string }[]; responses: object }>
@@ -340,27 +320,17 @@ describe('conditional writes of an order (If-Match, If-Unmodified-Since)', () =>
  */
 describe('a conditional write checks and writes in one transaction', () => {
   const gate = new StatementGate();
-  let atrium: TestAtrium;
-  let base: string;
-  let owner: Record<string, string>;
-  let cat: Catalogue;
-
-  beforeAll(async () => {
-    atrium = await startTestAtrium({}, ['api'], { storePlugins: [gate] });
-    base = (await atrium.listen()).httpUrl!;
-    owner = (await atrium.caller()).headers;
-    cat = await makeCatalogue(atrium);
-  });
-  afterAll(async () => {
-    await atrium?.stop();
-  });
+  const shop = socketShopForSuite({ storePlugins: [gate] });
 
   it('a PATCH with the same If-Match sent while the first one is mid-write waits, then is 412', async () => {
-    const created = await call(base, 'POST', '/api/v2/orders', { headers: owner, json: orderBody(cat) });
+    const created = await call(shop.base, 'POST', '/api/v2/orders', {
+      headers: shop.owner,
+      json: orderBody(shop.cat),
+    });
     const path = `/api/v2/orders/${(created.body as { id: string }).id}`;
-    const etag = (await call(base, 'GET', path, { headers: owner })).headers.get('etag')!;
+    const etag = (await call(shop.base, 'GET', path, { headers: shop.owner })).headers.get('etag')!;
     const patch = (currency: string) =>
-      call(base, 'PATCH', path, { headers: { ...owner, 'if-match': etag }, json: { currency } });
+      call(shop.base, 'PATCH', path, { headers: { ...shop.owner, 'if-match': etag }, json: { currency } });
 
     const held = gate.hold('UpdateQueryNode', 'orders');
     const first = patch('EUR');
@@ -376,7 +346,7 @@ describe('a conditional write checks and writes in one transaction', () => {
     expect(a.status).toBe(200);
     expect(b.status, b.text).toBe(412);
     expect(b.body?.error).toBe('precondition_failed');
-    const after = await call(base, 'GET', path, { headers: owner });
+    const after = await call(shop.base, 'GET', path, { headers: shop.owner });
     expect(after.body?.currency).toBe('EUR');
     expect(after.headers.get('etag')).toBe(a.headers.get('etag'));
   });

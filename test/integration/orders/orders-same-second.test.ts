@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
-import { call, type RestAnswer } from '../../helpers/rest-client.js';
-import { type Catalogue, makeCatalogue, orderBody } from './fixtures.js';
+import { describe, expect, it } from 'vitest';
+import type { RestAnswer } from '../../helpers/rest-client.js';
+import { expectPreconditionFailed, orderBody, type SocketShop, socketShopForSuite } from './fixtures.js';
 
 /**
  * Last-Modified is an HTTP date, whole seconds. When an order changes twice within one second the
@@ -11,45 +10,17 @@ import { type Catalogue, makeCatalogue, orderBody } from './fixtures.js';
  * silently overwrote a change made in the same second. Over a real socket, v1 and v2.
  */
 describe('Last-Modified of an order changed twice in one second is weak', () => {
-  let atrium: TestAtrium;
-  let base: string;
-  let owner: Record<string, string>;
-  let cat: Catalogue;
-
-  beforeAll(async () => {
-    atrium = await startTestAtrium({}, ['api']);
-    base = (await atrium.listen()).httpUrl!;
-    owner = (await atrium.caller()).headers;
-    cat = await makeCatalogue(atrium);
-  });
-  afterAll(async () => {
-    await atrium?.stop();
-  });
-
-  const send = (method: string, path: string, conditions: Record<string, string> = {}, json?: unknown) =>
-    call(base, method, path, {
-      headers: { ...owner, ...conditions },
-      ...(json === undefined ? {} : { json }),
-    });
+  const shop = socketShopForSuite();
+  const send: SocketShop['send'] = (...request) => shop.send(...request);
 
   const ok = (res: RestAnswer, status = 200) => {
     expect(res.status, res.text).toBe(status);
     return res;
   };
 
-  const expectRefused = (res: RestAnswer) => {
-    expect(res.status, res.text).toBe(412);
-    expect(res.body).toEqual({
-      error: 'precondition_failed',
-      message: expect.any(String),
-      request_id: res.headers.get('x-request-id'),
-      details: [],
-    });
-  };
-
   /** A new order (v2 POST) and its path in `version`. */
   async function create(version: 'v1' | 'v2') {
-    const created = ok(await send('POST', '/api/v2/orders', {}, orderBody(cat)), 201);
+    const created = ok(await send('POST', '/api/v2/orders', {}, orderBody(shop.cat)), 201);
     const body = created.body as { id: string; created_at: string };
     return { path: `/api/${version}/orders/${body.id}`, createdAt: body.created_at };
   }
@@ -104,12 +75,12 @@ describe('Last-Modified of an order changed twice in one second is weak', () => 
         const o = await changedTwiceInOneSecond(version);
         for (const [method, json] of [
           ['PATCH', { coupon_code: null }],
-          ['PUT', orderBody(cat, { currency: 'GBP' })],
+          ['PUT', orderBody(shop.cat, { currency: 'GBP' })],
           ['DELETE', undefined],
           ['POST /cancel', undefined],
         ] as const) {
           const path = method === 'POST /cancel' ? `${o.path}/cancel` : o.path;
-          expectRefused(
+          expectPreconditionFailed(
             await send(method.split(' ')[0]!, path, { 'if-unmodified-since': o.lastModified }, json),
           );
         }
@@ -120,7 +91,7 @@ describe('Last-Modified of an order changed twice in one second is weak', () => 
 
       it('If-Match keeps precedence over If-Unmodified-Since: the current tag lets the write through', async () => {
         const o = await changedTwiceInOneSecond(version);
-        expectRefused(
+        expectPreconditionFailed(
           await send(
             'PATCH',
             o.path,
