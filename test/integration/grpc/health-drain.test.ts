@@ -9,6 +9,7 @@ import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/dat
 import {
   grpc,
   healthClient,
+  holdCallsOf,
   metadataFor,
   root,
   startGrpcAtrium,
@@ -76,22 +77,14 @@ describe('gRPC drain (close() in process)', () => {
     try {
       const member = await atrium.caller();
       const slow = await atrium.caller();
-      // Holds one caller's calls inside the pipeline (after authentication) until released.
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let held = false;
-      atrium.services.afterAuth.push(async (principal) => {
-        if (principal.id !== slow.userId) return;
-        held = true;
-        await gate;
-      });
+      const hold = holdCallsOf(atrium, slow.userId);
 
       const client = atrium.client();
       const watched = watchHealth(atrium.health(), '');
       const followed = follow(client, member.userId, member.headers);
       await waitFor(() => watched.statuses.length > 0 && followed.started, 5_000, 'the streams');
       const inFlight = unary<UserMessage>(client, 'GetUser', { user_id: slow.userId }, slow.headers);
-      await waitFor(() => held, 5_000, 'the call in flight');
+      await waitFor(() => hold.held, 5_000, 'the call in flight');
 
       const closing = atrium.close();
       await waitFor(
@@ -110,7 +103,7 @@ describe('gRPC drain (close() in process)', () => {
       void closing.then(() => (closed = true));
       await new Promise((r) => setTimeout(r, 200));
       expect(closed).toBe(false);
-      release();
+      hold.release();
       const finished = await inFlight;
       expect(finished.error).toBeNull();
       expect(finished.value?.id).toBe(slow.userId);

@@ -191,6 +191,22 @@ export function watchHealth(health: Client, service: string): Watched {
   return watched;
 }
 
+/**
+ * Holds every call of the user `userId` inside the pipeline, after authentication, until `release()`:
+ * a call in flight a test can keep open (a drain waits for it). `held` says one has arrived.
+ */
+export function holdCallsOf(atrium: GrpcAtrium, userId: string): { readonly held: boolean; release(): void } {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const hold = { held: false, release: () => release() };
+  atrium.services.afterAuth.push(async (principal) => {
+    if (principal.id !== userId) return;
+    hold.held = true;
+    await gate;
+  });
+  return hold;
+}
+
 export function waitFor(check: () => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
   return until(check, what, timeoutMs);
 }

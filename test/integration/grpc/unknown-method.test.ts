@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryLog } from '../../helpers/memory-log.js';
 import { until } from '../../helpers/wait.js';
-import { grpc, handledMetrics, metadataFor, startGrpcAtrium, unary, type GrpcAtrium } from './support.js';
+import {
+  grpc,
+  handledMetrics,
+  holdCallsOf,
+  metadataFor,
+  startGrpcAtrium,
+  unary,
+  type GrpcAtrium,
+} from './support.js';
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -95,20 +103,13 @@ describe('gRPC calls to an unknown method during a drain', () => {
     try {
       const member = await atrium.caller();
       const slow = await atrium.caller();
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let held = false;
-      atrium.services.afterAuth.push(async (principal) => {
-        if (principal.id !== slow.userId) return;
-        held = true;
-        await gate;
-      });
+      const hold = holdCallsOf(atrium, slow.userId);
       const client = atrium.client();
       // The channel is connected before the drain, as a client's usually is.
       const before = await unaryStatus(raw, '/users.v1.UserService/Nope');
       expect(before.code).toBe(grpc.status.UNIMPLEMENTED);
       const inFlight = unary(client, 'GetUser', { user_id: slow.userId }, slow.headers);
-      await until(() => held, 'the call in flight');
+      await until(() => hold.held, 'the call in flight');
 
       const closing = atrium.close();
       for (const path of ['/users.v1.UserService/Nope', '/nowhere.v1.Gone/Call']) {
@@ -117,7 +118,7 @@ describe('gRPC calls to an unknown method during a drain', () => {
       const known = await unary(client, 'GetUser', { user_id: member.userId }, member.headers);
       expect(known.error?.code).toBe(grpc.status.UNAVAILABLE);
 
-      release();
+      hold.release();
       expect((await inFlight).error).toBeNull();
       await closing;
     } finally {
