@@ -19,6 +19,17 @@ interface Operation {
 const LEAK =
   /\bat [^\s]+ \(|\.ts:\d+|node_modules|\/src\/|SQLITE|sqlite3?|postgres|pg_|relation "|syntax error at|violates|Kysely|FST_[A-Z_]+|HPE_|TypeError|ReferenceError/i;
 
+/**
+ * The text LEAK is looked for in: a body with its random base64url values (a JWKS modulus and key
+ * id, a token) left out, as 20 or more such characters mixing lower case, upper case and digits. By
+ * chance they spell a marker now and then (a key id holding `Pg_` failed a CI run on 2026-11-29);
+ * driver codes (`SQLITE_CONSTRAINT`, `FST_ERR_...`, `pg_advisory_lock`) and paths never look like that.
+ */
+const leakScanned = (text: string): string =>
+  text.replace(/[A-Za-z0-9_-]{20,}/g, (run) =>
+    /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) ? '…' : run,
+  );
+
 /** Values that have broken parsers somewhere: ids and strings of every hostile kind. */
 const hostileText = fc.oneof(
   fc.constantFrom(
@@ -183,7 +194,7 @@ describe('fuzzing every route of the OpenAPI document', () => {
         const text = await res.text();
         const where = `${r.op.method} ${url} [${r.credential}, ${r.contentType}] -> ${res.status} ${text.slice(0, 200)}`;
         expect(res.status, where).toBeLessThan(500);
-        expect(text, where).not.toMatch(LEAK);
+        expect(leakScanned(text), where).not.toMatch(LEAK);
         const type = res.headers.get('content-type') ?? '';
         if (res.status >= 400 && type.startsWith('application/json')) {
           const body = JSON.parse(text) as Record<string, unknown>;
