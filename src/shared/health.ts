@@ -314,4 +314,3 @@ export function untilReadyOrRefused(redis: Redis, ms: number): Promise<Error | u
     redis.on('error', error);
   });
 }
-
