@@ -28,6 +28,8 @@ export interface Reply {
   body?: string;
   /** Answer after this long; Infinity never answers. */
   delayMs?: number;
+  /** Extra response headers (a redirect's `location`). */
+  headers?: Record<string, string>;
 }
 
 export type Responder = (request: Received, nthForEvent: number) => Reply;
@@ -73,7 +75,7 @@ export class Receiver {
           this.held.delete(res);
           item.answeredAt = performance.now();
           res
-            .writeHead(reply.status, { 'content-type': 'text/plain' })
+            .writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers })
             .end(reply.body ?? `status ${reply.status}`);
         };
         if (reply.delayMs === Infinity) this.held.add(res);
