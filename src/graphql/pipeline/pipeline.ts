@@ -28,6 +28,7 @@ import { createContext, type GraphQLContext, renewLoaders } from '../context.js'
 import { storeUnavailableError, toGraphQLError } from '../errors.js';
 import type { CommentFeed } from '../subscriptions/comment-feed.js';
 import { subscriptionByGetPlugin, subscriptionByPostPlugin } from './get-queries-only.js';
+import { notAcceptablePlugin } from './not-acceptable.js';
 import { malformedParamsPlugin } from './http-params.js';
 import { operationObserver, type OperationObserver } from './observe.js';
 import { type OperationParams, type PersistedQueries } from './persisted.js';
@@ -342,6 +343,8 @@ export function createPipeline(
       malformedParamsPlugin,
       subscriptionByGetPlugin,
       subscriptionByPostPlugin(),
+      // After it: a subscription by POST is refused in its words.
+      notAcceptablePlugin(),
       observer.httpPlugin,
       maskInOperation(mask),
       // Before the budget plugin: its early stop ends the hooks that follow it.

@@ -184,6 +184,22 @@ describe('the common headers on every answer outside the document’s operations
         shape: { type: /^text\/html/ },
         headers: { accept: 'text/html' },
       },
+      // An Accept naming nothing /graphql answers with: refused before the operation runs.
+      {
+        method: 'GET',
+        path: '/graphql?query=%7B__typename%7D',
+        status: 406,
+        shape: 'graphql-error',
+        headers: { accept: 'text/plain' },
+      },
+      {
+        method: 'POST',
+        path: '/graphql',
+        status: 406,
+        shape: 'graphql-error',
+        headers: { ...json, accept: 'text/plain' },
+        body: query,
+      },
       {
         method: 'POST',
         path: '/graphql',
@@ -306,6 +322,29 @@ describe('the common headers on every answer outside the document’s operations
       path: authorize({ ...request, client_id: 'nobody' }),
       status: 400,
       ...page,
+    });
+  });
+});
+
+describe('the common headers in production', () => {
+  let server: OAuthTestServer;
+
+  beforeAll(async () => {
+    server = await startOAuthServer({ CORS_ORIGINS: ORIGIN, NODE_ENV: 'production' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('on GET /graphql asking for a page, which production does not serve: a GraphQL error in JSON, not a bare null', async () => {
+    // No GraphiQL here, and no ad-hoc query: the request's own error, in the shape every GraphQL
+    // error has, though text/html is not JSON (until 2026-11-29 Yoga's 406 with the body `null`).
+    await expectCommonHeaders(server, {
+      method: 'GET',
+      path: '/graphql',
+      status: 400,
+      shape: 'graphql-error',
+      headers: { accept: 'text/html' },
     });
   });
 });
