@@ -48,8 +48,9 @@ export function notAcceptablePlugin(): Plugin {
         if (!request || result instanceof Error || !result) return;
         // The direct path's stand-in request has no URL, and takes only JSON Accepts.
         if (typeof request.url !== 'string') return;
-        if (new URL(request.url).pathname !== GRAPHQL_PATH) return;
+        // The Accept first: it is servable on nearly every request, and parsing the URL is not free.
         if (servable(request.headers.get('accept'))) return;
+        if (new URL(request.url).pathname !== GRAPHQL_PATH) return;
         throw new GraphQLError(NOT_ACCEPTABLE_MESSAGE, {
           extensions: { code: 'BAD_REQUEST', http: { status: 406 } },
         });
