@@ -55,7 +55,11 @@ export interface GrpcServer {
   /**
    * For a drain behind a balancer: refuse new connections and ask every open one to go away after
    * its calls (HTTP/2 GOAWAY with the highest stream id, as grpc-js's own max-age does), so nginx
-   * stops using them and closes them itself. Calls already sent are still accepted and served.
+   * stops using them and closes them itself. Calls already received are served. (A call that
+   * crosses the first GOAWAY on the wire is not: nghttp2 ignores a new stream once it has sent a
+   * GOAWAY, whatever its last stream id, and sends no refusal.)
+   * Called again and again while the drain waits (src/compose.ts): each call also reads what an idle
+   * connection's peer sent since (ConnectionBook.keepReading), so that its close is seen.
    */
   stopAccepting(): void;
   /**
@@ -195,6 +199,7 @@ export function createGrpcServer(services: Services, options: GrpcOptions = {}):
         } catch {
           // closed in between
         }
+        connections.keepReading(session);
       }
     },
     openSessions() {
@@ -279,6 +284,26 @@ class ConnectionBook {
       // The socket's close, not the session's: a session closed gracefully can leave its socket half open.
       socket.once('close', () => this.entries.delete(session));
     });
+  }
+
+  /**
+   * Once a session has sent a GOAWAY and has no stream open, nghttp2 reports it wants to read no more
+   * (it expects the server to drop the connection) and Node stops reading its socket: the peer's
+   * close (a grpc-js channel, nginx, each closes its connection on the GOAWAY) then sits unread, the
+   * session never closes, and the drain's step 2 waited its whole SHUTDOWN_DELAY_MS for it. Closing
+   * such a session ourselves instead would lose a request a balancer writes on it at that moment (the
+   * GOAWAY allows new streams). So it is made to read again: its socket's handle (the one Node's
+   * session reads from) resumes reading, a close then ends the socket (and the session), and a new
+   * request is read and served as any other. Node stops again after each read that leaves it idle,
+   * hence a call each time stopAccepting repeats its GOAWAY. Only while no call is open on it: with
+   * one, Node reads by itself, and may have stopped for a write's backpressure.
+   */
+  keepReading(session: Http2Session): void {
+    const entry = this.entries.get(session);
+    if (!entry || entry.calls > 0 || session.destroyed) return;
+    // net.Socket's libuv handle, private but stable; without it the drain waits as before.
+    const handle = (entry.socket as unknown as { _handle?: { readStart?: () => number } | null })._handle;
+    handle?.readStart?.();
   }
 
   /** Connections that have not sent even the HTTP/2 preface: nothing on them can be lost. */
