@@ -291,10 +291,10 @@ class ConnectionBook {
    * (it expects the server to drop the connection) and Node stops reading its socket: the peer's
    * close (a grpc-js channel, nginx, each closes its connection on the GOAWAY) then sits unread, the
    * session never closes, and the drain's step 2 waited its whole SHUTDOWN_DELAY_MS for it. Closing
-   * such a session ourselves instead would lose a request a balancer writes on it at that moment (the
-   * GOAWAY allows new streams). So it is made to read again: its socket's handle (the one Node's
-   * session reads from) resumes reading, a close then ends the socket (and the session), and a new
-   * request is read and served as any other. Node stops again after each read that leaves it idle,
+   * such a session ourselves instead would cut a connection whose peer may not have read the GOAWAY
+   * yet, and step 2 exists to let the balancer close first. So it is made to read again: its socket's
+   * handle (the one Node's session reads from) resumes reading, and the peer's close then ends the
+   * socket (and the session). Node stops again after each read that leaves it idle,
    * hence a call each time stopAccepting repeats its GOAWAY. Only while no call is open on it: with
    * one, Node reads by itself, and may have stopped for a write's backpressure.
    */
