@@ -119,11 +119,13 @@ export class WebhookDeliveries {
   /**
    * Schedules a finished delivery again: a new round of up to five attempts at the usual times,
    * numbered from 1 again, with no last status or error until its first attempt. A pending delivery
-   * is already scheduled (409), and a disabled endpoint must be re-enabled first (409).
+   * is already scheduled (409), and a disabled endpoint must be re-enabled first (409). The endpoint
+   * is locked until the delivery is scheduled, as for a test event, so a disabling PATCH or a DELETE
+   * answers after the re-send, never before one it then lets through.
    */
   async resend(actor: Actor, endpointId: string, deliveryId: string, given?: Tx): Promise<DeliveryView> {
     return inGivenTransaction(this.deps, given, async (tx) => {
-      const endpoint = await this.endpoints.owned(actor, endpointId, tx.db);
+      const endpoint = await this.endpoints.owned(actor, endpointId, tx.db, true);
       const db = tx.db;
       const row = await db
         .selectFrom('webhook_deliveries as d')

@@ -245,10 +245,17 @@ export class WebhookEndpoints {
     });
   }
 
-  /** Removes the endpoint with its deliveries and attempt records. */
+  /**
+   * Removes the endpoint with its deliveries and attempt records. Of two DELETEs at once both pass
+   * the read; the one that finds the row gone when it deletes answers 404, as it would a moment later.
+   */
   async delete(actor: Actor, id: string): Promise<void> {
     await this.owned(actor, id);
-    await this.deps.store.db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+    const { numDeletedRows } = await this.deps.store.db
+      .deleteFrom('webhook_endpoints')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (Number(numDeletedRows) === 0) throw notFound('Webhook endpoint', id);
   }
 
   /**
@@ -285,7 +292,9 @@ export class WebhookEndpoints {
   /**
    * Queues a sample event of `type` for this one endpoint (whatever its subscriptions), through the
    * same outbox and schedule as real events. Returns the envelope that will be sent. A disabled
-   * endpoint is refused (409), as for a re-send: nothing would be sent to it.
+   * endpoint is refused (409), as for a re-send: nothing would be sent to it. The row is locked
+   * until the event is queued, so a DELETE or a disabling PATCH waits and answers after it: a test
+   * event is never accepted for an endpoint whose DELETE or PATCH has already answered.
    */
   async sendTest(actor: Actor, id: string, type: string, given?: Tx): Promise<Envelope> {
     if (!isEventType(type)) {
@@ -294,7 +303,7 @@ export class WebhookEndpoints {
       ]);
     }
     return inGivenTransaction(this.deps, given, async (tx) => {
-      const endpoint = await this.owned(actor, id, tx.db);
+      const endpoint = await this.owned(actor, id, tx.db, true);
       assertEnabled(endpoint);
       const now = this.deps.clock.now();
       const event = {
