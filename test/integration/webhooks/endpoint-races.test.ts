@@ -201,3 +201,91 @@ describe('concurrent secret rotations', () => {
     expect(() => verifyWithStripe(delivery, endpoint.secret)).toThrow();
   });
 });
+
+/**
+ * A test event (or a re-send) beside a DELETE or a disabling PATCH of its endpoint: the first is
+ * held with its read of the endpoint run, the other sent meanwhile. Until 2026-11-29 that read took
+ * no lock, so on PostgreSQL the DELETE (or PATCH) answered while the test event was held, and the
+ * test event was then accepted, 202, for an endpoint already deleted or disabled: nothing was ever
+ * sent, against the 404/409 the caller would get a moment later. Now the other waits for the row,
+ * so it answers after the test event, which was queued while the endpoint could still receive it.
+ */
+describe('a test event or a re-send beside a DELETE or a disabling PATCH', () => {
+  /** Holds `first` at its read of the endpoint; tells whether `other` had answered by the release. */
+  async function heldBeside(
+    first: () => Promise<RestAnswer>,
+    other: () => Promise<RestAnswer>,
+  ): Promise<{ first: RestAnswer; other: RestAnswer; otherAnsweredFirst: boolean }> {
+    const held = gate.hold('SelectQueryNode', 'webhook_endpoints');
+    const arrived = arrivals();
+    const firstAnswer = first();
+    await held.reached;
+    const otherAnswer = other();
+    const otherDone = settled([otherAnswer]);
+    await othersBlockedOrDone(1, arrived, otherDone);
+    arrived.stop();
+    const otherAnsweredFirst = otherDone() === 1;
+    held.release();
+    return { first: await firstAnswer, other: await otherAnswer, otherAnsweredFirst };
+  }
+
+  const testEvent = (id: string) => () => send('POST', `${BASE}/${id}/test`, { type: 'order.created' });
+
+  it('a test event is not accepted for an endpoint whose DELETE has answered', async () => {
+    const endpoint = await newEndpoint('/deleted');
+    const run = await heldBeside(testEvent(endpoint.id), () => send('DELETE', `${BASE}/${endpoint.id}`));
+
+    expect(run.other.status, run.other.text).toBe(204);
+    // Queued before the DELETE (then deleted with its endpoint) or refused after it: never accepted
+    // once the endpoint was gone.
+    expect({ deletedFirst: run.otherAnsweredFirst, test: run.first.status }).toEqual(
+      run.otherAnsweredFirst ? { deletedFirst: true, test: 404 } : { deletedFirst: false, test: 202 },
+    );
+    expect((await send('GET', `${BASE}/${endpoint.id}`)).status).toBe(404);
+  });
+
+  it('a test event is not accepted for an endpoint whose disabling PATCH has answered', async () => {
+    const endpoint = await newEndpoint('/disabled');
+    const run = await heldBeside(testEvent(endpoint.id), () =>
+      send('PATCH', `${BASE}/${endpoint.id}`, { enabled: false }),
+    );
+
+    expectOk(run.other);
+    expect({ disabledFirst: run.otherAnsweredFirst, test: run.first.status }).toEqual(
+      run.otherAnsweredFirst ? { disabledFirst: true, test: 409 } : { disabledFirst: false, test: 202 },
+    );
+    expect(await view(endpoint.id)).toMatchObject({ status: 'disabled' });
+  });
+
+  it('a re-send is not accepted for an endpoint whose disabling PATCH has answered', async () => {
+    const endpoint = await newEndpoint('/resent');
+    const path = `${BASE}/${endpoint.id}`;
+    expect((await testEvent(endpoint.id)()).status).toBe(202);
+    await receiver.until(() => receiver.at('/resent').length >= 1);
+    let delivery: { id: string; status: string } | undefined;
+    await until(async () => {
+      const res = await send('GET', `${path}/deliveries`);
+      delivery = (res.body as { data: Array<{ id: string; status: string }> }).data[0];
+      return delivery !== undefined && delivery.status !== 'pending';
+    }, 'the first delivery was completed');
+
+    const run = await heldBeside(
+      () => send('POST', `${path}/deliveries/${delivery!.id}/resend`),
+      () => send('PATCH', path, { enabled: false }),
+    );
+
+    expectOk(run.other);
+    expect({ disabledFirst: run.otherAnsweredFirst, resend: run.first.status }).toEqual(
+      run.otherAnsweredFirst ? { disabledFirst: true, resend: 409 } : { disabledFirst: false, resend: 202 },
+    );
+  });
+
+  it('of two DELETEs of one endpoint at once, one answers 204 and the other 404', async () => {
+    const endpoint = await newEndpoint('/twice');
+    const run = await heldBeside(
+      () => send('DELETE', `${BASE}/${endpoint.id}`),
+      () => send('DELETE', `${BASE}/${endpoint.id}`),
+    );
+    expect([run.first.status, run.other.status].sort()).toEqual([204, 404]);
+  });
+});
