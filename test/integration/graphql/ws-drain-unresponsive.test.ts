@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { closeServices, createServices } from '../../../src/compose.js';
 import { parseConfig } from '../../../src/config/schema.js';
 import { WS_CLOSE_GRACE_MS } from '../../../src/graphql/transports/websocket.js';
-import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
@@ -29,18 +26,14 @@ const SUBSCRIPTION = 'subscription Watch($postId: ID!) { commentAdded(postId: $p
 
 describe('SIGTERM with an unresponsive WebSocket subscriber', () => {
   let database: TestDatabase;
-  let dir: string | undefined;
   let key: string;
   let postId: string;
   let served: Served | undefined;
   let socket: WebSocket | undefined;
 
   beforeAll(async () => {
-    // A file, not the in-memory default: the child process opens the same database.
-    if (testDialect() === 'sqlite') {
-      dir = mkdtempSync(join(tmpdir(), 'atrium-ws-drain-'));
-      database = { url: `sqlite:${join(dir, 'atrium.db')}`, dialect: 'sqlite', drop: async () => undefined };
-    } else database = await freshDatabase();
+    // A file on SQLite, not the in-memory default: the child process opens the same database.
+    database = await sharedDatabase();
     const services = await createServices(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url }));
     try {
       const user = await services.core.users.create({ handle: 'frozen', email: 'frozen@example.com' });
@@ -62,7 +55,6 @@ describe('SIGTERM with an unresponsive WebSocket subscriber', () => {
   });
   afterAll(async () => {
     await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** `atrium serve --role api` with Redis, and a subscriber that then stops reading its socket. */

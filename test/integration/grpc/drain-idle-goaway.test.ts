@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
 import { healthClient, unary, type Client } from './support.js';
@@ -108,16 +105,12 @@ class RawH2 {
 
 describe('gRPC drain behind a balancer with an idle client connection', () => {
   let database: TestDatabase;
-  let dir: string | undefined;
   let served: Served | undefined;
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    // A file, not the in-memory default: the child process opens the same database.
-    if (testDialect() === 'sqlite') {
-      dir = mkdtempSync(join(tmpdir(), 'atrium-grpc-idle-'));
-      database = { url: `sqlite:${join(dir, 'atrium.db')}`, dialect: 'sqlite', drop: async () => undefined };
-    } else database = await freshDatabase();
+    // A file on SQLite, not the in-memory default: the child process opens the same database.
+    database = await sharedDatabase();
   });
   afterEach(async () => {
     for (const c of clients.splice(0)) c.close();
@@ -126,7 +119,6 @@ describe('gRPC drain behind a balancer with an idle client connection', () => {
   });
   afterAll(async () => {
     await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it(

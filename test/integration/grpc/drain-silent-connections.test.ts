@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
 import { healthClient, unary } from './support.js';
@@ -41,16 +38,12 @@ function open(address: string): Promise<Socket> {
 
 describe('gRPC drain with connections that carry no call', () => {
   let database: TestDatabase;
-  let dir: string | undefined;
   let served: Served | undefined;
   const sockets: Socket[] = [];
 
   beforeAll(async () => {
-    // A file, not the in-memory default: the child process opens the same database.
-    if (testDialect() === 'sqlite') {
-      dir = mkdtempSync(join(tmpdir(), 'atrium-grpc-silent-'));
-      database = { url: `sqlite:${join(dir, 'atrium.db')}`, dialect: 'sqlite', drop: async () => undefined };
-    } else database = await freshDatabase();
+    // A file on SQLite, not the in-memory default: the child process opens the same database.
+    database = await sharedDatabase();
   });
   afterEach(async () => {
     for (const s of sockets.splice(0)) s.destroy();
@@ -59,7 +52,6 @@ describe('gRPC drain with connections that carry no call', () => {
   });
   afterAll(async () => {
     await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it(

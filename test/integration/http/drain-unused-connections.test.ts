@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { closeServices, createServices } from '../../../src/compose.js';
 import { parseConfig } from '../../../src/config/schema.js';
-import { freshDatabase, testDialect, type TestDatabase } from '../../helpers/database.js';
+import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
 
@@ -43,18 +40,14 @@ function rawClient(url: string): Promise<RawClient> {
 
 describe('SIGTERM with HTTP connections that carry no request', () => {
   let database: TestDatabase;
-  let dir: string | undefined;
   let key: string;
   let served: Served | undefined;
   const clients: RawClient[] = [];
   const timers: NodeJS.Timeout[] = [];
 
   beforeAll(async () => {
-    // A file, not the in-memory default: the child process opens the same database.
-    if (testDialect() === 'sqlite') {
-      dir = mkdtempSync(join(tmpdir(), 'atrium-http-drain-'));
-      database = { url: `sqlite:${join(dir, 'atrium.db')}`, dialect: 'sqlite', drop: async () => undefined };
-    } else database = await freshDatabase();
+    // A file on SQLite, not the in-memory default: the child process opens the same database.
+    database = await sharedDatabase();
     const services = await createServices(parseConfig({ NODE_ENV: 'test', DATABASE_URL: database.url }), {
       migrate: true,
     });
@@ -73,7 +66,6 @@ describe('SIGTERM with HTTP connections that carry no request', () => {
   });
   afterAll(async () => {
     await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function open(url: string): Promise<RawClient> {
