@@ -25,7 +25,12 @@ import type { Broadcast } from './shared/broadcast.js';
 import type { Cache } from './shared/cache.js';
 import { createSharedState } from './shared/factory.js';
 import type { SharedStateHealth } from './shared/health.js';
-import { connectRedis, refuseMissingDatabase, refuseRedisLogin } from './shared/redis-connection.js';
+import {
+  connectRedis,
+  refuseMissingDatabase,
+  refuseMissingPermission,
+  refuseRedisLogin,
+} from './shared/redis-connection.js';
 import type { SlidingWindowLimiter } from './shared/rate-limiter.js';
 import { createOAuth, type OAuth } from './oauth/service.js';
 import { listenRefusal } from './process/listen-errors.js';
@@ -181,6 +186,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       const refusal = await services.sharedHealth.untilStarted(REDIS_START_WAIT_MS);
       if (refusal) refuseRedisLogin(redis, config.redisUrl!, refusal);
       await refuseMissingDatabase(redis, config.redisUrl!);
+      await refuseMissingPermission(redis, config.redisUrl!, REDIS_START_WAIT_MS);
     }
     services.afterAuth.push(rateLimitStep(services.limiter, logger, services.sharedHealth));
     invalidateUsersOnChange(bus, services.cache, logger);

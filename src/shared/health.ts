@@ -21,6 +21,21 @@ export function isAuthRefusal(err: unknown): boolean {
 }
 
 /**
+ * Redis's answer to a command its ACL user may not run, or a key or channel it may not touch
+ * (`NOPERM this user has no permissions to run the 'evalsha' command`, `NOPERM this user has no
+ * permissions to access one of the keys used as arguments`), and the same said of a command a Lua
+ * script calls, which Redis 6 and 7.0 word as an ERR (`ERR The user executing the script can't run
+ * this command or subcommand`, `... can't access at least one of the keys`). Like a refused login, a setting to change (the user's ACL rules), not an outage:
+ * the server answered, and will answer the same until its rules change.
+ */
+export function isPermissionRefusal(err: unknown): boolean {
+  return (
+    err instanceof ReplyError &&
+    /^NOPERM\b|The user executing the script can't\b/.test((err as Error).message)
+  );
+}
+
+/**
  * Emitted by the process's Redis connection (src/shared/redis-connection.ts) when REDIS_URL gives a
  * password and Redis needs none: it answers AUTH with an error, and the connection goes on without.
  */
@@ -212,6 +227,15 @@ export class SharedStateHealth {
     }
     if (this.warned.has(component)) return;
     this.warned.add(component);
+    // Redis answered, refusing: its user's ACL rules changed under a running process. Said as what
+    // it is, so nobody waits for an outage to end; it lasts until the rules change back.
+    if (isPermissionRefusal(err)) {
+      this.log.warn(
+        fields,
+        `Redis denied permission: the user in REDIS_URL may not run a command Atrium needs (its ACL rules); ${what}`,
+      );
+      return;
+    }
     this.log.warn(fields, `Redis unavailable: ${what}`);
   }
 

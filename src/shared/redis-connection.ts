@@ -2,11 +2,13 @@ import { type Command, Redis, type RedisOptions } from 'ioredis';
 import { withoutPassword } from '../config/redact.js';
 import { ConfigError } from '../config/schema.js';
 import {
+  isPermissionRefusal,
   isSelectRefusal,
   PASSWORD_NOT_NEEDED,
   REDIS_CALL_TIMEOUT_MS,
   untilReadyOrRefused,
 } from './health.js';
+import { refusedPermission } from './redis-permissions.js';
 
 /**
  * A connection that waits on Redis this long with commands outstanding and nothing received is
@@ -64,6 +66,16 @@ class QuietAuthRedis extends Redis {
   }
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    // ioredis's ready check sends INFO; refused (NOPERM: Atrium needs no INFO, so a user may well
+    // lack it) ioredis skips the check, which is right, but says so with a console.warn, plain text
+    // among the JSON lines, on every connection. An empty INFO is what it makes of the refusal.
+    if (command.name === 'info' && command.args.length === 0) {
+      const reject = command.reject;
+      command.reject = (err: Error) => {
+        if (!isPermissionRefusal(err)) return reject(err);
+        command.resolve('');
+      };
+    }
     if (command.name === 'auth') {
       const reject = command.reject;
       command.reject = (err: Error) => {
@@ -96,6 +108,7 @@ export async function refuseMissingDatabase(redis: Redis, url: string): Promise<
     await redis.select(db);
   } catch (err) {
     if (!isSelectRefusal(err)) return;
+    if (isPermissionRefusal(err)) refuseRedisPermission(redis, url, err as Error);
     redis.disconnect();
     throw new ConfigError(
       'REDIS_URL',
@@ -123,9 +136,37 @@ export function refuseRedisLogin(redis: Redis, url: string, refusal: Error, vari
 }
 
 /**
+ * At start, once connected: stops the start, like a refused login (refuseRedisLogin), when the ACL
+ * user REDIS_URL gives logs in but may not run a command Atrium sends, or touch its keys or
+ * channels (src/shared/redis-permissions.ts). Let by, such a process reads /readyz as ready (PING
+ * may be allowed) while its limits and caches are off and its broadcasts go nowhere, for good.
+ * A Redis not connected yet is not checked (a late Redis only degrades).
+ */
+export async function refuseMissingPermission(
+  redis: Redis,
+  url: string,
+  ms: number,
+  variable = 'REDIS_URL',
+): Promise<void> {
+  if (redis.status !== 'ready') return;
+  const refusal = await refusedPermission(redis, ms);
+  if (refusal) refuseRedisPermission(redis, url, refusal, variable);
+}
+
+function refuseRedisPermission(redis: Redis, url: string, refusal: Error, variable = 'REDIS_URL'): never {
+  redis.disconnect();
+  throw new ConfigError(
+    variable,
+    'a Redis user allowed the commands, keys (atrium:*) and channels (atrium:*) Atrium uses ' +
+      `(${refusal.message}; see docs/configuration.md)`,
+    withoutPassword(url),
+  );
+}
+
+/**
  * For `atrium cluster`, before it starts any process: connects to `url` once (no reconnection) and
- * stops the start, naming `variable`, when Redis refuses the login, as each process would at its
- * own start. A Redis that cannot be reached, or does not answer within `ms`, is let through: the
+ * stops the start, naming `variable`, when Redis refuses the login or its user may not run what
+ * Atrium sends, as each process would at its own start. A Redis that cannot be reached, or does not answer within `ms`, is let through: the
  * processes start degraded and use it once it answers.
  */
 export async function checkRedisLogin(url: string, ms: number, variable: string): Promise<void> {
@@ -139,5 +180,6 @@ export async function checkRedisLogin(url: string, ms: number, variable: string)
   redis.on('error', () => undefined);
   const refusal = await untilReadyOrRefused(redis, ms);
   if (refusal) refuseRedisLogin(redis, url, refusal, variable);
+  await refuseMissingPermission(redis, url, ms, variable);
   redis.disconnect();
 }
