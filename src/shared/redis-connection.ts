@@ -158,7 +158,7 @@ function refuseRedisPermission(redis: Redis, url: string, refusal: Error, variab
   throw new ConfigError(
     variable,
     'a Redis user allowed the commands, keys (atrium:*) and channels (atrium:*) Atrium uses ' +
-      `(${refusal.message}; see docs/configuration.md)`,
+      `(${refusal.message}; see docs/deployment.md)`,
     withoutPassword(url),
   );
 }

@@ -29,6 +29,35 @@ export function runBuiltCli(args: string[], env: Record<string, string>, cwd = r
   return spawnCli([join(root, 'bin/atrium.js'), ...args], env, cwd);
 }
 
+/**
+ * Runs the built CLI as runBuiltCli does, but ends a process still running after `boundMs` with
+ * SIGTERM: a start that should be refused and is not (it serves, degraded) then fails the test's
+ * assertions with its log instead of holding the test until its timeout, and is not left running.
+ */
+export function runBuiltCliBounded(
+  args: string[],
+  env: Record<string, string>,
+  boundMs = 60_000,
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGTERM'), boundMs);
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 function spawnCli(nodeArgs: string[], env: Record<string, string>, cwd: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, nodeArgs, {

@@ -5,8 +5,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../../helpers/build.js';
-import { spawn } from 'node:child_process';
-import { type CliResult, root } from '../../helpers/cli.js';
+import { type CliResult, runBuiltCliBounded as runBounded } from '../../helpers/cli.js';
 import { freshDatabase, type TestDatabase } from '../../helpers/database.js';
 import { type Served, serve } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
@@ -26,32 +25,6 @@ import { freePorts, freeRun, NGINX, OwnRedis } from '../cluster/support.js';
 
 const PASSWORD = 'redis-auth-secret';
 const ALICE_PASSWORD = 'alice-auth-secret';
-
-/**
- * Runs the built CLI as runBuiltCli does, but ends a process still running after `boundMs` with
- * SIGTERM: a start that is not refused (the old behaviour: degraded, serving) then fails the
- * assertions below with its log instead of holding the test until its timeout, and is not left
- * running after it.
- */
-function runBounded(args: string[], env: Record<string, string>, boundMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bin/atrium.js'), ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGTERM'), boundMs);
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** The one stderr line of a start refused for its configuration. */
 function refusal(res: CliResult): { error: string; variable: string; message: string } {
