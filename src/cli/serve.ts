@@ -7,6 +7,7 @@ import { claimSqlite } from '../process/sqlite-guard.js';
 import { withoutPassword } from '../config/redact.js';
 import { type StopSignal, stopOnSignals, watchStartSignals } from '../process/stop-signals.js';
 import { createLogger } from '../observability/logger.js';
+import { warnIfSunsetPassed } from '../http/rest/orders/deprecation.js';
 
 export function parseRoles(value: string | undefined): ServerRole[] {
   if (value === undefined || value === 'all') return [...SERVER_ROLES];
@@ -62,6 +63,8 @@ export async function runServe(argv: string[]): Promise<number> {
     { roles, http: httpUrl, grpc: grpcAddress, database: withoutPassword(config.databaseUrl) },
     'atrium started',
   );
+  // /api/v1 and its Sunset header are the api role's.
+  if (roles.includes('api')) warnIfSunsetPassed(log, config.v1Sunset);
   // On SQLite no other process can serve the file, so no other process can be the worker.
   if (config.databaseUrl.startsWith('sqlite:') && !roles.includes('worker')) {
     log.warn(

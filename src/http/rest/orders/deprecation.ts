@@ -51,3 +51,24 @@ export function v1DeprecationHeaderDocs(
     },
   };
 }
+
+/**
+ * The start's one warning when V1_SUNSET has passed: every /api/v1 response then announces a
+ * withdrawal that should already have happened, which no client can act on. Not a refusal: the
+ * spec retires a version only *after* its sunset date, so v1 may go on serving until it is retired
+ * (a release without it), and a date set wrong is the operator's to correct. Said once, at start,
+ * not per response.
+ */
+export function warnIfSunsetPassed(
+  log: { warn(obj: object, msg: string): void },
+  sunset: Date,
+  now = new Date(),
+): void {
+  if (sunset.getTime() > now.getTime()) return;
+  log.warn(
+    { v1_sunset: sunset.toISOString().slice(0, 10) },
+    'V1_SUNSET is in the past: every /api/v1 response announces a Sunset date that has passed; ' +
+      'set V1_SUNSET to the real withdrawal date (at least 12 months after it is first announced), ' +
+      'or move clients to /api/v2 and retire v1 (docs/deployment.md)',
+  );
+}
