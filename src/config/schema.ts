@@ -284,7 +284,7 @@ export const VARIABLES: VariableSpec[] = [
     name: 'V1_SUNSET',
     default: '2027-06-30',
     accepts: 'a date YYYY-MM-DD',
-    meaning: 'the Sunset date announced on every /api/v1 response',
+    meaning: 'the Sunset date announced on every /api/v1 response (one past is warned about at start)',
   },
   {
     name: 'REQUEST_TIMEOUT_MS',

@@ -69,6 +69,6 @@ export function warnIfSunsetPassed(
     { v1_sunset: sunset.toISOString().slice(0, 10) },
     'V1_SUNSET is in the past: every /api/v1 response announces a Sunset date that has passed; ' +
       'set V1_SUNSET to the real withdrawal date (at least 12 months after it is first announced), ' +
-      'or move clients to /api/v2 and retire v1 (docs/deployment.md)',
+      'or move clients to /api/v2 and retire v1 (docs/rest.md)',
   );
 }
