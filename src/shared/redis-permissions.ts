@@ -69,7 +69,13 @@ async function within(pending: Promise<unknown>, ms: number): Promise<unknown> {
 
 /** SUBSCRIBE needs a connection of its own (the broadcast's listening one is made the same way). */
 async function subscribeOnce(redis: Redis, channel: string): Promise<void> {
-  const listener = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null });
+  // Queued until it connects: the cluster's check connection queues nothing, and would have this
+  // SUBSCRIBE fail unsent, not refused.
+  const listener = redis.duplicate({
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: true,
+  });
   listener.on('error', () => undefined);
   try {
     await listener.subscribe(channel);

@@ -81,6 +81,7 @@ describe('a Redis user that logs in but may not run what Atrium sends', { timeou
     ],
     ['no channels (Redis 7 gives a new user none)', '~* resetchannels +@all', /NOPERM .*channels/],
     ['keys other than atrium:*', '~other:* &* +@all', /NOPERM .*keys/],
+    ['everything but SUBSCRIBE', '~* &* +@all -subscribe', /NOPERM .*'subscribe' command/],
   ];
 
   for (const [what, rules, reason] of refused) {
@@ -127,7 +128,8 @@ describe('a Redis user that logs in but may not run what Atrium sends', { timeou
   });
 
   it.skipIf(!NGINX)('atrium cluster stops before it starts a process, naming CLUSTER_REDIS_URL', async () => {
-    await user('noscripts', '~* &* +@all -evalsha -eval');
+    // SUBSCRIBE is the last command the start tries, on a connection of its own.
+    await user('nosubscribe', '~* &* +@all -subscribe');
     const [httpPort, grpcPort] = await freePorts(2);
     const base = await freeRun(7);
     const name = `atrium_redis_noperm_${process.pid}`;
@@ -140,12 +142,12 @@ describe('a Redis user that logs in but may not run what Atrium sends', { timeou
           CLUSTER_GRPC_PORT: String(grpcPort),
           CLUSTER_BASE_PORT: String(base),
           CLUSTER_DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}`,
-          CLUSTER_REDIS_URL: url('noscripts'),
+          CLUSTER_REDIS_URL: url('nosubscribe'),
           CLUSTER_NGINX: NGINX!,
         }),
       );
       expect(line).toMatchObject({ error: 'invalid_configuration', variable: 'CLUSTER_REDIS_URL' });
-      expect(line.message).toMatch(/NOPERM .*'evalsha'/);
+      expect(line.message).toMatch(/NOPERM .*'subscribe'/);
       expect(line.message).not.toContain(PASSWORD);
     } finally {
       await adminPg.query(`DROP DATABASE IF EXISTS ${name}`);
