@@ -7,6 +7,7 @@ import {
   type Connection,
   firstPages,
   type KeyBound,
+  lazyCount,
   type Order,
   type PageArgs,
   paginate,
@@ -98,8 +99,8 @@ export class ChildList<T extends keyof Children> {
   }
 
   /**
-   * First pages for many parents in two queries (a data loader's batch); the cursors continue with
-   * `page`.
+   * First pages for many parents in one query (a data loader's batch), and one grouped count for all
+   * of them if any totalCount is read; the cursors continue with `page`.
    */
   async firstPages<N>(
     cursors: CursorCodec,
@@ -114,29 +115,28 @@ export class ChildList<T extends keyof Children> {
     const size = checkFirst(first, defaultSize);
     const ids = [...new Set(parentIds)];
     if (ids.length === 0) return new Map();
-    const [rows, counts] = await Promise.all([
-      (db as unknown as Loose)
-        .selectFrom((eb) =>
-          eb
-            .selectFrom(table)
-            .selectAll()
-            .select((e) =>
-              e.fn
-                .agg<number>('row_number', [])
-                .over((ob) => ob.partitionBy(parent).orderBy('id', order))
-                .as('rn'),
-            )
-            .where(parent, 'in', ids)
-            .where((e) => restrict ?? e.lit(true))
-            .as('ranked'),
-        )
-        .selectAll()
-        .where('rn', '<=', size + 1)
-        .orderBy(parent)
-        .orderBy('id', order)
-        .execute() as unknown as Promise<Children[T]['row'][]>,
-      this.countBy(db, ids, restrict),
-    ]);
+    const rows = (await (db as unknown as Loose)
+      .selectFrom((eb) =>
+        eb
+          .selectFrom(table)
+          .selectAll()
+          .select((e) =>
+            e.fn
+              .agg<number>('row_number', [])
+              .over((ob) => ob.partitionBy(parent).orderBy('id', order))
+              .as('rn'),
+          )
+          .where(parent, 'in', ids)
+          .where((e) => restrict ?? e.lit(true))
+          .as('ranked'),
+      )
+      .selectAll()
+      .where('rn', '<=', size + 1)
+      .orderBy(parent)
+      .orderBy('id', order)
+      .execute()) as unknown as Children[T]['row'][];
+    // Counted only if a totalCount is read, then for every parent of the batch at once.
+    const counts = lazyCount(() => this.countBy(db, ids, restrict));
     const parentOf = (row: Children[T]['row']) => String((row as Record<string, unknown>)[parent]);
     return firstPages(cursors, ids, rows, parentOf, counts, size, scope, toNode);
   }

@@ -2,7 +2,7 @@ import { sql, type SqlBool } from 'kysely';
 import type { Actor } from './actor.js';
 import { ChildList } from './child-lists.js';
 import type { Connection, PageArgs } from './connection.js';
-import { lazyEdge, MAX_PAGE_SIZE, pageInfoOf } from './connection.js';
+import { lazyCount, lazyEdge, MAX_PAGE_SIZE, pageInfoOf } from './connection.js';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import type { Order } from './order-model.js';
@@ -71,14 +71,16 @@ export async function ordersOf(
   // The scope the order service signs its cursors with for the default sort and no status filter.
   const scope = `orders:${userId}:-created_at:*`;
   const edges = list.map((o) => lazyEdge(o, deps.cursors, scope, { id: o.id, createdAt: o.createdAt }));
-  const row = await deps.store.db
-    .selectFrom('orders')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('owner_id', '=', userId)
-    .executeTakeFirstOrThrow();
   return {
     edges,
     pageInfo: pageInfoOf(edges, first === 0 ? page.orders.length > 0 : page.hasMore, args.after != null),
-    totalCount: Number(row.n),
+    totalCount: lazyCount(async () => {
+      const row = await deps.store.db
+        .selectFrom('orders')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('owner_id', '=', userId)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    }),
   };
 }

@@ -28,8 +28,18 @@ export interface PageInfo {
 export interface Connection<T> {
   edges: Edge<T>[];
   pageInfo: PageInfo;
-  /** Items in the whole list, whatever the cursors (the spec's `totalCount`). */
-  totalCount: number;
+  /**
+   * Items in the whole list, whatever the cursors (the spec's `totalCount`). Counted when first
+   * asked, and once: a count is a statement of its own that can cost more than the page (a grouped
+   * count of every comment under 20 posts), and most queries never select it.
+   */
+  totalCount(): Promise<number>;
+}
+
+/** A count run on the first call only; later calls share its answer. */
+export function lazyCount<C>(count: () => Promise<C>): () => Promise<C> {
+  let counted: Promise<C> | undefined;
+  return () => (counted ??= count());
 }
 
 export const MAX_PAGE_SIZE = 100;
@@ -156,10 +166,9 @@ export async function paginate<Row extends KeyedRow, T>(
   const anchor = req.backward
     ? req.before && notPast(flip(list.order), req.before.id)
     : req.after && notPast(list.order, req.after.id);
-  const [fetched, beyond, totalCount] = await Promise.all([
+  const [fetched, beyond] = await Promise.all([
     list.fetch(bounds, req.backward ? flip(list.order) : list.order, req.size + 1),
     anchor ? list.fetch([anchor], list.order, 1) : Promise.resolve([]),
-    list.count(),
   ]);
   const more = fetched.length > req.size;
   const rows = fetched.slice(0, req.size);
@@ -172,20 +181,21 @@ export async function paginate<Row extends KeyedRow, T>(
   return {
     edges,
     pageInfo: pageInfoOf(edges, req.backward ? beyondAnchor : more, req.backward ? more : beyondAnchor),
-    totalCount,
+    totalCount: lazyCount(() => list.count()),
   };
 }
 
 /**
  * First pages of many lists at once (Post.comments, User.posts through a data loader): `rows` holds
- * up to `first + 1` rows per parent in list order, `counts` each parent's total.
+ * up to `first + 1` rows per parent in list order; `counts` reads every parent's total, in one
+ * statement for the whole batch, when the first of them is asked for its totalCount (so memoize it).
  */
 export function firstPages<Row extends KeyedRow, T>(
   cursors: CursorCodec,
   parentIds: readonly string[],
   rows: readonly Row[],
   parentOf: (row: Row) => string,
-  counts: ReadonlyMap<string, number>,
+  counts: () => Promise<ReadonlyMap<string, number>>,
   first: number,
   scopeOf: (parentId: string) => string,
   toNode: (row: Row) => T,
@@ -207,7 +217,7 @@ export function firstPages<Row extends KeyedRow, T>(
     out.set(parentId, {
       edges,
       pageInfo: pageInfoOf(edges, all.length > first, false),
-      totalCount: counts.get(parentId) ?? 0,
+      totalCount: async () => (await counts()).get(parentId) ?? 0,
     });
   }
   return out;

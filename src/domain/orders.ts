@@ -6,7 +6,7 @@ import { inGivenTransaction, inTransaction } from './context.js';
 import type { Coupon, CouponService } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, preconditionFailed, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
-import { checkFirst, type Connection, lazyEdge, pageInfoOf } from './connection.js';
+import { checkFirst, type Connection, lazyCount, lazyEdge, pageInfoOf } from './connection.js';
 import { newId } from './ids.js';
 import { checkCreateInput, checkItem, checkUpdateInput } from './order-input.js';
 import { liveUser } from './users.js';
@@ -132,7 +132,8 @@ export class OrderService {
 
   /**
    * First pages of `User.orders` for many users at once (a data loader's batch): newest first,
-   * `first` each (default 10, at most 100), optionally one status, with each user's totalCount.
+   * `first` each (default 10, at most 100), optionally one status, with each user's totalCount
+   * (one grouped count for the whole batch, run only if a totalCount is read).
    * Users whose orders the actor may not see (anyone but themself, unless admin) are absent from
    * the map. The cursors continue with `listForUser`.
    */
@@ -147,37 +148,37 @@ export class OrderService {
     const out = new Map<string, Connection<Order>>();
     if (ids.length === 0) return out;
     const db = this.deps.store.db;
-    const [rows, counts] = await Promise.all([
-      db
-        .selectFrom((eb) => {
-          let inner = eb
-            .selectFrom('orders')
-            .selectAll()
-            .select((e) =>
-              e.fn
-                .agg<number>('row_number', [])
-                .over((ob) => ob.partitionBy('owner_id').orderBy('created_at', 'desc').orderBy('id', 'desc'))
-                .as('rn'),
-            )
-            .where('owner_id', 'in', ids);
-          if (status) inner = inner.where('status', '=', status);
-          return inner.as('ranked');
-        })
-        .selectAll()
-        .where('rn', '<=', size + 1)
-        .orderBy('owner_id')
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .execute(),
-      (() => {
-        let q = db
+    const rows = await db
+      .selectFrom((eb) => {
+        let inner = eb
           .selectFrom('orders')
-          .select((eb) => ['owner_id', eb.fn.countAll<number>().as('n')])
+          .selectAll()
+          .select((e) =>
+            e.fn
+              .agg<number>('row_number', [])
+              .over((ob) => ob.partitionBy('owner_id').orderBy('created_at', 'desc').orderBy('id', 'desc'))
+              .as('rn'),
+          )
           .where('owner_id', 'in', ids);
-        if (status) q = q.where('status', '=', status);
-        return q.groupBy('owner_id').execute();
-      })(),
-    ]);
+        if (status) inner = inner.where('status', '=', status);
+        return inner.as('ranked');
+      })
+      .selectAll()
+      .where('rn', '<=', size + 1)
+      .orderBy('owner_id')
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    // Counted only if a totalCount is read, then for every user of the batch at once.
+    const totals = lazyCount(async () => {
+      let q = db
+        .selectFrom('orders')
+        .select((eb) => ['owner_id', eb.fn.countAll<number>().as('n')])
+        .where('owner_id', 'in', ids);
+      if (status) q = q.where('status', '=', status);
+      const counts = await q.groupBy('owner_id').execute();
+      return new Map(counts.map((c) => [c.owner_id, Number(c.n)]));
+    });
     const kept = rows.map(({ rn: _rn, ...row }) => row);
     const orders = await hydrate(db, kept);
     const byOwner = new Map<string, Order[]>();
@@ -186,7 +187,6 @@ export class OrderService {
       list.push(orders[i]!);
       byOwner.set(row.owner_id, list);
     });
-    const totals = new Map(counts.map((c) => [c.owner_id, Number(c.n)]));
     for (const userId of ids) {
       const all = byOwner.get(userId) ?? [];
       const scope = `orders:${userId}:-created_at:${status ?? '*'}`;
@@ -198,7 +198,7 @@ export class OrderService {
       out.set(userId, {
         edges,
         pageInfo: pageInfoOf(edges, all.length > size, false),
-        totalCount: totals.get(userId) ?? 0,
+        totalCount: async () => (await totals()).get(userId) ?? 0,
       });
     }
     return out;

@@ -206,7 +206,7 @@ describe('seedDemoData (small)', () => {
 
   it('writes posts with tags and comments that follow their published post', async () => {
     const connection = await services.core.posts.list(SYSTEM_ACTOR, { first: 5 });
-    expect(connection.totalCount).toBe(PLANS.small.posts);
+    expect(await connection.totalCount()).toBe(PLANS.small.posts);
     const ids = connection.edges.map((e) => e.node.id);
     const tags = await services.core.posts.tagsFor(ids);
     expect([...tags.values()].every((t) => t.length >= 1)).toBe(true);

@@ -113,7 +113,7 @@ describe('CommentService', () => {
     it('gives 10 by default, oldest first, with totalCount and flags', async () => {
       const page = await t.core.comments.listByPost(null, postId);
       expect(bodies(page)).toEqual(all().slice(0, 10));
-      expect(page.totalCount).toBe(15);
+      expect(await page.totalCount()).toBe(15);
       expect(page.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
     });
 
@@ -151,11 +151,11 @@ describe('CommentService', () => {
 
     it('answers an unknown post with an empty connection', async () => {
       const page = await t.core.comments.listByPost(null, 'pst_unknown');
-      expect(page).toEqual({
+      expect(page).toMatchObject({
         edges: [],
         pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
-        totalCount: 0,
       });
+      expect(await page.totalCount()).toBe(0);
     });
   });
 
@@ -176,7 +176,7 @@ describe('CommentService', () => {
       const pages = await t.core.comments.firstPagesByPosts(null, [postId, 'pst_unknown'], 4);
       const page = pages.get(postId)!;
       expect(bodies(page)).toEqual(all().slice(0, 4));
-      expect(page.totalCount).toBe(15);
+      expect(await page.totalCount()).toBe(15);
       expect(page.pageInfo.hasNextPage).toBe(true);
       expect(pages.get('pst_unknown')!.edges).toEqual([]);
       const next = await t.core.comments.listByPost(null, postId, {

@@ -43,12 +43,13 @@ describe('OrderService.firstPagesByUsers (User.orders through a data loader)', (
     expect([...pages.keys()]).toEqual([ada.id, bob.id, carol.id]);
     const a = pages.get(ada.id)!;
     expect(ids(a)).toEqual([adas[3]!.id, adas[2]!.id, adas[1]!.id]);
-    expect(a.totalCount).toBe(4);
+    expect(await a.totalCount()).toBe(4);
     expect(a.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
     expect(a.edges[0]!.node.items).toHaveLength(1);
-    expect(pages.get(bob.id)!.totalCount).toBe(1);
+    expect(await pages.get(bob.id)!.totalCount()).toBe(1);
     expect(pages.get(bob.id)!.pageInfo.hasNextPage).toBe(false);
-    expect(pages.get(carol.id)).toMatchObject({ edges: [], totalCount: 0 });
+    expect(pages.get(carol.id)).toMatchObject({ edges: [] });
+    expect(await pages.get(carol.id)!.totalCount()).toBe(0);
   });
 
   it('continues with listForUser from the end cursor', async () => {
@@ -65,7 +66,7 @@ describe('OrderService.firstPagesByUsers (User.orders through a data loader)', (
   it('filters by status, defaults to 10 and refuses more than 100', async () => {
     const cancelled = await t.core.orders.firstPagesByUsers(ada, [ada.id], undefined, 'CANCELLED');
     expect(ids(cancelled.get(ada.id)!)).toEqual([adas[0]!.id]);
-    expect(cancelled.get(ada.id)!.totalCount).toBe(1);
+    expect(await cancelled.get(ada.id)!.totalCount()).toBe(1);
     expect((await t.core.orders.firstPagesByUsers(ada, [ada.id])).get(ada.id)!.edges).toHaveLength(4);
     const err = await rejection(t.core.orders.firstPagesByUsers(ada, [ada.id], 101));
     expect(err.details[0]).toMatchObject({ field: 'first', code: 'range_error' });

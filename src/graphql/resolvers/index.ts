@@ -1,5 +1,6 @@
 import type { GraphQLScalarType } from 'graphql';
 import { DateTimeScalar } from '../scalars.js';
+import { connectionResolvers } from './connections.js';
 import { contentResolvers } from './content.js';
 import { nodeResolvers } from './node.js';
 import { orderResolvers } from './orders.js';
@@ -15,5 +16,6 @@ export const resolverMaps: ResolverMap[] = [
   userResolvers,
   contentResolvers,
   orderResolvers,
+  connectionResolvers,
   subscriptionResolvers,
 ];

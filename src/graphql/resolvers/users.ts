@@ -11,7 +11,7 @@ import { actorOf, readableOrganization, viewerOf } from './support.js';
 const emptyConnection = <T>(): Connection<T> => ({
   edges: [],
   pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
-  totalCount: 0,
+  totalCount: () => Promise.resolve(0),
 });
 
 const lower = (role: string | null | undefined): Role | undefined =>
