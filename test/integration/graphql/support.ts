@@ -26,8 +26,11 @@ export interface GraphQLServer {
 }
 
 /** A listening Atrium on a fresh database (port 0) and a client for its /graphql endpoint. */
-export async function startGraphQLServer(env: Record<string, string> = {}): Promise<GraphQLServer> {
-  const atrium = await startTestAtrium(env);
+export async function startGraphQLServer(
+  env: Record<string, string> = {},
+  options: ServicesOptions = {},
+): Promise<GraphQLServer> {
+  const atrium = await startTestAtrium(env, undefined, options);
   const { httpUrl } = await atrium.listen();
   const url = `${httpUrl}/graphql`;
   return {
@@ -46,9 +49,12 @@ export async function startGraphQLServer(env: Record<string, string> = {}): Prom
 }
 
 /** A GraphQL server (startGraphQLServer) for the enclosing describe block (see forSuite). */
-export function graphQLServerForSuite(env: Record<string, string> = {}): GraphQLServer {
+export function graphQLServerForSuite(
+  env: Record<string, string> = {},
+  options: ServicesOptions = {},
+): GraphQLServer {
   return forSuite(
-    () => startGraphQLServer(env),
+    () => startGraphQLServer(env, options),
     (server) => server.stop(),
   );
 }
