@@ -1,4 +1,11 @@
-import type { Expression, Kysely, SqlBool } from 'kysely';
+import {
+  type Expression,
+  type Kysely,
+  PostgresAdapter,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+} from 'kysely';
 import type { Db } from '../store/store.js';
 import type { CommentRow, PostRow, UserRow } from '../store/types.js';
 import type { CursorCodec } from './cursor.js';
@@ -25,6 +32,7 @@ interface Children {
  * table serves both lists; the rows are handed back as the table's own.
  */
 type Loose = Kysely<Record<string, Record<string, unknown>>>;
+type Seek = SelectQueryBuilder<Record<string, Record<string, unknown>>, string, Record<string, unknown>>;
 
 /** An extra condition on the listed table (visibility), from `post-visibility.ts`. */
 export type Restriction = Expression<SqlBool>;
@@ -110,34 +118,61 @@ export class ChildList<T extends keyof Children> {
     toNode: (row: Children[T]['row']) => N,
     restrict?: Restriction,
   ): Promise<Map<string, Connection<N>>> {
-    const { order, defaultSize, scope } = this.spec;
-    const { table, parent }: { table: string; parent: string } = this.spec;
+    const { defaultSize, scope } = this.spec;
+    const { parent }: { parent: string } = this.spec;
     const size = checkFirst(first, defaultSize);
     const ids = [...new Set(parentIds)];
     if (ids.length === 0) return new Map();
-    const rows = (await (db as unknown as Loose)
-      .selectFrom((eb) =>
-        eb
-          .selectFrom(table)
-          .selectAll()
-          .select((e) =>
-            e.fn
-              .agg<number>('row_number', [])
-              .over((ob) => ob.partitionBy(parent).orderBy('id', order))
-              .as('rn'),
-          )
-          .where(parent, 'in', ids)
-          .where((e) => restrict ?? e.lit(true))
-          .as('ranked'),
-      )
-      .selectAll()
-      .where('rn', '<=', size + 1)
-      .orderBy(parent)
-      .orderBy('id', order)
-      .execute()) as unknown as Children[T]['row'][];
+    const rows = await this.headsOf(db, ids, size + 1, restrict);
     // Counted only if a totalCount is read, then for every parent of the batch at once.
     const counts = lazyCount(() => this.countBy(db, ids, restrict));
     const parentOf = (row: Children[T]['row']) => String((row as Record<string, unknown>)[parent]);
     return firstPages(cursors, ids, rows, parentOf, counts, size, scope, toNode);
+  }
+
+  /**
+   * The first `limit` rows (in the spec's order) under each parent, grouped by parent. Each parent
+   * is read as its own limited seek on the (parent, id) index, so a parent with many rows costs
+   * `limit` rows, not all of them (a window over `parent in (...)` read and sorted every row).
+   * PostgreSQL does this with a lateral join; SQLite has none, so it gets one limited subquery per
+   * parent, glued with `union all`.
+   */
+  private headsOf(
+    db: Db,
+    ids: readonly string[],
+    limit: number,
+    restrict?: Restriction,
+  ): Promise<Children[T]['row'][]> {
+    const { table, parent, order }: { table: string; parent: string; order: Order } = this.spec;
+    const loose = db as unknown as Loose;
+    // The rows of one parent, as a seek: `parentIs` names the parent (a value or, lateral, a column).
+    const seek = (eb: Loose, parentIs: (q: Seek) => Seek) =>
+      parentIs(eb.selectFrom(table).selectAll())
+        .where((e) => restrict ?? e.lit(true))
+        .orderBy('id', order)
+        .limit(limit);
+    let heads;
+    if (db.getExecutor().adapter instanceof PostgresAdapter) {
+      heads = loose
+        .selectFrom(sql<{ parent_id: string }>`unnest(${[...ids]}::text[])`.as<'p'>(sql`p(parent_id)`))
+        .innerJoinLateral(
+          (eb) =>
+            seek(eb as unknown as Loose, (q) =>
+              q.whereRef(`${table}.${parent}`, '=', sql.ref('p.parent_id')),
+            ).as('h'),
+          (join) => join.onTrue(),
+        )
+        .selectAll('h');
+    } else {
+      const one = (id: string) =>
+        loose.selectFrom(seek(loose, (q) => q.where(`${table}.${parent}`, '=', id)).as('h')).selectAll('h');
+      heads = ids.slice(1).reduce((q, id) => q.unionAll(one(id)), one(ids[0] as string));
+    }
+    return loose
+      .selectFrom(heads.as('heads'))
+      .selectAll()
+      .orderBy(parent)
+      .orderBy('id', order)
+      .execute() as unknown as Promise<Children[T]['row'][]>;
   }
 }

@@ -111,7 +111,7 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number, visi
     select kind, entity_id as id, -bm25(search_index) as score
     from search_index
     where search_index match ${ftsMatchExpression(tokens)}
-      and (kind <> 'user' or (${visible.users} and entity_id not in (select id from users where deleted_at is not null)))
+      and (kind <> 'user' or (${visible.users} and not exists (select 1 from users du where du.id = search_index.entity_id and du.deleted_at is not null)))
       and (kind <> 'post' or entity_id in (select p.id from posts p where ${visible.posts}))
       and (kind <> 'comment' or entity_id in (select c.id from comments c where ${visible.comments}))
     order by score desc, entity_id desc
