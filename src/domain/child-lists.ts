@@ -34,6 +34,9 @@ interface Children {
 type Loose = Kysely<Record<string, Record<string, unknown>>>;
 type Seek = SelectQueryBuilder<Record<string, Record<string, unknown>>, string, Record<string, unknown>>;
 
+/** Parents per statement on SQLite, whose compound selects allow at most 500 terms by default. */
+const SQLITE_TERMS = 250;
+
 /** An extra condition on the listed table (visibility), from `post-visibility.ts`. */
 export type Restriction = Expression<SqlBool>;
 
@@ -144,6 +147,13 @@ export class ChildList<T extends keyof Children> {
     restrict?: Restriction,
   ): Promise<Children[T]['row'][]> {
     const { table, parent, order }: { table: string; parent: string; order: Order } = this.spec;
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    if (!postgres && ids.length > SQLITE_TERMS) {
+      const parts = [];
+      for (let i = 0; i < ids.length; i += SQLITE_TERMS)
+        parts.push(this.headsOf(db, ids.slice(i, i + SQLITE_TERMS), limit, restrict));
+      return Promise.all(parts).then((all) => all.flat());
+    }
     const loose = db as unknown as Loose;
     // The rows of one parent, as a seek: `parentIs` names the parent (a value or, lateral, a column).
     const seek = (eb: Loose, parentIs: (q: Seek) => Seek) =>
@@ -152,7 +162,7 @@ export class ChildList<T extends keyof Children> {
         .orderBy('id', order)
         .limit(limit);
     let heads;
-    if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    if (postgres) {
       heads = loose
         .selectFrom(sql<{ parent_id: string }>`unnest(${[...ids]}::text[])`.as<'p'>(sql`p(parent_id)`))
         .innerJoinLateral(

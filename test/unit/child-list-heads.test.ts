@@ -122,6 +122,14 @@ describe('first pages of many posts', () => {
     });
   }
 
+  it('pages more parents than one SQLite compound statement may hold', async () => {
+    const many = Array.from({ length: 600 }, (_, i) => postId(i + 1));
+    const pages = await core.comments.firstPagesByPosts(null, many, FIRST);
+    expect(pages.size).toBe(600);
+    expect(pages.get(postId(1))!.edges.map((e) => e.node.id)).toEqual(visibleComments(1).slice(0, FIRST));
+    expect(pages.get(postId(600))!.edges).toEqual([]);
+  });
+
   /** The page statement `firstPagesByPosts` sends (not the count), as SQL with its values. */
   async function pageStatement(): Promise<Statement> {
     recorded.length = 0;
