@@ -119,8 +119,10 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number, visi
 }
 
 /**
- * The tsvector expressions are exactly those of the expression GIN indexes (migration 0001), so
- * each branch can use its index; a test holds the plan to that.
+ * Posts and comments match and rank on their stored `search_vector` (migration 0009), so neither
+ * the index recheck nor `ts_rank` parses the text again; users on the expression of their GIN index
+ * (migration 0001), written exactly as indexed. Each branch ranks and limits its own matches before
+ * the union. A test holds the plan to the indexes and to no parsing at query time.
  */
 export function postgresSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
   const text = tokens.join(' ');
@@ -133,15 +135,15 @@ export function postgresSearchQuery(tokens: readonly string[], limit: number, vi
          and ${visible.users}
        order by score desc, u.id desc limit ${limit})
       union all
-      (select 'post' as kind, p.id, ts_rank(to_tsvector('english', title || ' ' || body), q) as score
+      (select 'post' as kind, p.id, ts_rank(p.search_vector, q) as score
        from posts p, plainto_tsquery('english', ${text}) q
-       where to_tsvector('english', title || ' ' || body) @@ q
+       where p.search_vector @@ q
          and ${visible.posts}
        order by score desc, p.id desc limit ${limit})
       union all
-      (select 'comment' as kind, c.id, ts_rank(to_tsvector('english', body), q) as score
+      (select 'comment' as kind, c.id, ts_rank(c.search_vector, q) as score
        from comments c, plainto_tsquery('english', ${text}) q
-       where to_tsvector('english', body) @@ q
+       where c.search_vector @@ q
          and ${visible.comments}
        order by score desc, c.id desc limit ${limit})
     ) hits

@@ -6,6 +6,7 @@ import { retention } from './0005_retention.js';
 import { grpcActivity } from './0006_grpc.js';
 import { loginTickets } from './0007_login_tickets.js';
 import { orderSecondChanges } from './0008_order_second_changes.js';
+import { searchVectors } from './0009_search_vectors.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -16,6 +17,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0006_grpc': grpcActivity,
     '0007_login_tickets': loginTickets,
     '0008_order_second_changes': orderSecondChanges,
+    '0009_search_vectors': searchVectors(dialect) as { up(db: Kysely<unknown>): Promise<void> },
   };
 }
 
