@@ -2,7 +2,7 @@ import { type Expression, type SqlBool, sql } from 'kysely';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import { checkText } from './validate.js';
-import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
+import { commentOnVisiblePostSql, visiblePostsSql } from './post-visibility.js';
 import { maySearchUsers, type Viewer } from './user-policies.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
@@ -80,7 +80,7 @@ export class SearchService {
     const visible: Visible = {
       users: maySearchUsers(viewer, scopes) ? ALL : NONE,
       posts: visiblePostsSql(viewer, now, 'p'),
-      comments: commentsOfVisiblePostsSql(viewer, now, 'c'),
+      comments: commentOnVisiblePostSql(viewer, now, 'c'),
     };
     const query_ =
       this.deps.store.dialect === 'sqlite'
@@ -105,15 +105,19 @@ const NONE = sql<SqlBool>`1 = 0`;
 /** No restriction (a test's plan check; every viewer, admins too, has conditions). */
 export const EVERYTHING: Visible = { users: ALL, posts: ALL, comments: ALL };
 
-/** bm25() is lower-is-better; deleted users stay in the index (a soft delete is an update). */
+/**
+ * bm25() is lower-is-better; deleted users stay in the index (a soft delete is an update). MATCH
+ * drives the statement; each hit's row is then looked up by its key (correlated EXISTS), rather than
+ * comparing hits with lists of every visible post and comment, which SQLite would build in full.
+ */
 export function sqliteSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
   return sql<HitRow>`
     select kind, entity_id as id, -bm25(search_index) as score
     from search_index
     where search_index match ${ftsMatchExpression(tokens)}
-      and (kind <> 'user' or (${visible.users} and not exists (select 1 from users du where du.id = search_index.entity_id and du.deleted_at is not null)))
-      and (kind <> 'post' or entity_id in (select p.id from posts p where ${visible.posts}))
-      and (kind <> 'comment' or entity_id in (select c.id from comments c where ${visible.comments}))
+      and (kind <> 'user' or (${visible.users} and not exists (select 1 from users u where u.id = search_index.entity_id and u.deleted_at is not null)))
+      and (kind <> 'post' or exists (select 1 from posts p where p.id = search_index.entity_id and ${visible.posts}))
+      and (kind <> 'comment' or exists (select 1 from comments c where c.id = search_index.entity_id and ${visible.comments}))
     order by score desc, entity_id desc
     limit ${limit}`;
 }

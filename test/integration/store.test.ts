@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/domain/clock.js';
 import { inTransaction, type CoreDeps } from '../../src/domain/context.js';
 import { CursorCodec } from '../../src/domain/cursor.js';
-import { postgresSearchQuery } from '../../src/domain/search.js';
+import { commentOnVisiblePostSql, visiblePostsSql } from '../../src/domain/post-visibility.js';
+import { postgresSearchQuery, sqliteSearchQuery } from '../../src/domain/search.js';
 import { DomainBus, type DomainSignal } from '../../src/events/bus.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../src/store/errors.js';
 import { migrationsFor } from '../../src/store/migrations/index.js';
@@ -276,6 +277,28 @@ describe(`store on ${testDialect()}`, () => {
     expect(plan).toMatch(/ts_rank\(p\.search_vector/);
     expect(plan).toMatch(/ts_rank\(c\.search_vector/);
   });
+
+  it.runIf(testDialect() === 'sqlite')(
+    'lets FTS5 MATCH drive search and reads no table in full',
+    async () => {
+      const now = new Date();
+      const visible = {
+        users: sql<boolean>`1 = 1`,
+        posts: visiblePostsSql(null, now, 'p'),
+        comments: commentOnVisiblePostSql(null, now, 'c'),
+      } as const;
+      const compiled = sqliteSearchQuery(['engine'], 10, visible).compile(store.db);
+      const plan = await store.db.executeQuery<{ detail: string }>({
+        ...compiled,
+        sql: `explain query plan ${compiled.sql}`,
+      });
+      const details = plan.rows.map((r) => r.detail);
+      expect(details[0]).toMatch(/^SCAN search_index VIRTUAL TABLE/);
+      // A list of every visible post or comment, built before the first hit is read, is a scan of
+      // that table however few rows match (the deleted users are read from their partial index).
+      expect(details.filter((d) => /^SCAN (p|c|vp|posts|comments|users)\b/.test(d))).toEqual([]);
+    },
+  );
 
   it.runIf(testDialect() === 'sqlite')(
     'keeps the FTS5 index in step with inserts, updates and deletes',
