@@ -4,6 +4,7 @@ import { Problems } from './errors.js';
 import { checkText } from './validate.js';
 import { commentOnVisiblePostSql, visiblePostsSql } from './post-visibility.js';
 import { maySearchUsers, type Viewer } from './user-policies.js';
+import { readCancellable } from '../store/cancellable.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
 
@@ -54,12 +55,15 @@ export class SearchService {
    * admins, as everywhere else; nothing by a deleted author (D22); users only for a caller who may
    * list them and whose credentials grant `users:read` (`maySearchUsers`). `scopes` are the
    * credentials' scopes; absent for a caller not limited by scopes (the operator, the CLI).
+   * `signal` aborts when the request is abandoned: on PostgreSQL the statement is then cancelled
+   * (`readCancellable`) rather than left running after the caller was answered.
    */
   async search(
     viewer: Viewer,
     query: string,
     limit: number = SEARCH_DEFAULT_LIMIT,
     scopes?: ReadonlySet<string> | null,
+    signal?: AbortSignal,
   ): Promise<SearchHit[]> {
     const problems = new Problems();
     if (typeof query !== 'string') problems.add('query', 'query must be a string');
@@ -86,7 +90,7 @@ export class SearchService {
       this.deps.store.dialect === 'sqlite'
         ? sqliteSearchQuery(tokens, limit, visible)
         : postgresSearchQuery(tokens, limit, visible);
-    const { rows } = await query_.execute(this.deps.store.db);
+    const rows = await readCancellable(this.deps.store, query_, signal);
     return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
   }
 }

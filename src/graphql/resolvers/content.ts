@@ -24,7 +24,13 @@ function loadHit(ctx: GraphQLContext, hit: SearchHit) {
 
 async function searchObjects(ctx: GraphQLContext, query: string) {
   const hits = await viaCore(() =>
-    ctx.services.core.search.search(viewerOf(ctx), query, undefined, ctx.principal?.scopes ?? null),
+    ctx.services.core.search.search(
+      viewerOf(ctx),
+      query,
+      undefined,
+      ctx.principal?.scopes ?? null,
+      ctx.signal,
+    ),
   );
   const objects = await Promise.all(hits.map((hit) => loadHit(ctx, hit)));
   return objects.filter((o) => o !== null);

@@ -1,0 +1,61 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testDialect } from '../../helpers/database.js';
+import { listeningAtrium } from './support.js';
+
+const TIMEOUT_MS = 1_000;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A search the request deadline abandons stops on PostgreSQL too, instead of running on after the
+ * 503. The slow statement is real: another session holds an exclusive lock on posts, so the search
+ * waits on it until it is cancelled (or, without cancellation, until the lock goes).
+ */
+describe.runIf(testDialect() === 'postgres')('search past the request deadline', () => {
+  const server = listeningAtrium({ REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) });
+  let locker: pg.Client;
+
+  beforeAll(async () => {
+    locker = new pg.Client({ connectionString: server.atrium.database.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+  });
+
+  /** Statements of other sessions of this database still running a search. */
+  const searching = async (): Promise<number> => {
+    // Inside the locking transaction the activity view is a snapshot: refresh it on every look.
+    await locker.query('select pg_stat_clear_snapshot()');
+    const { rows } = await locker.query<{ n: string }>(
+      `select count(*) as n from pg_stat_activity
+       where datname = current_database() and pid <> pg_backend_pid()
+         and state = 'active' and query like '%plainto_tsquery%'`,
+    );
+    return Number(rows[0]!.n);
+  };
+
+  it('answers 503 at the deadline and cancels the statement on the server', async () => {
+    await locker.query('begin');
+    try {
+      await locker.query('lock table posts in access exclusive mode');
+      const res = await fetch(`${server.base}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ search(query: "bulk") { __typename } }' }),
+      });
+      expect(res.status).toBe(503);
+      await res.text();
+      // The cancel is sent as the deadline passes; allow the server a while to act on it. Without
+      // cancellation the statement waits on the lock for as long as it is held.
+      let left = await searching();
+      for (let i = 0; i < 50 && left > 0; i++) {
+        await pause(100);
+        left = await searching();
+      }
+      expect(left).toBe(0);
+    } finally {
+      await locker.query('rollback');
+    }
+  });
+});
