@@ -5,6 +5,7 @@ import { checkText } from './validate.js';
 import { commentOnVisiblePostSql, visiblePostsSql } from './post-visibility.js';
 import { maySearchUsers, type Viewer } from './user-policies.js';
 import { readCancellable } from '../store/cancellable.js';
+import { currentRequestScope } from './request-scope.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
 
@@ -90,7 +91,12 @@ export class SearchService {
       this.deps.store.dialect === 'sqlite'
         ? sqliteSearchQuery(tokens, limit, visible)
         : postgresSearchQuery(tokens, limit, visible);
-    const rows = await readCancellable(this.deps.store, query_, signal);
+    // Yoga's POST path gives the resolver the fetch Request's signal (the client going away) and
+    // runs in the request scope, whose signal carries the deadline: either one abandons the read.
+    const scoped = currentRequestScope()?.signal;
+    const abandon =
+      signal && scoped && signal !== scoped ? AbortSignal.any([signal, scoped]) : (signal ?? scoped);
+    const rows = await readCancellable(this.deps.store, query_, abandon);
     return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
   }
 }
