@@ -58,16 +58,6 @@ export function commentsOfVisiblePostsSql(
   return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and exists (select 1 from posts vp where vp.id = ${sql.ref(`${table}.post_id`)} and ${visible}))`;
 }
 
-/**
- * `commentsOfVisiblePostsSql` with the post looked up by its key for each comment, instead of the
- * list of every post the viewer sees: SQLite builds that list (a scan of all posts) before reading
- * a row, which costs more than the few comments a search matches. PostgreSQL plans both alike.
- */
-export function commentOnVisiblePostSql(viewer: Viewer, now: Date, table = 'comments'): Expression<SqlBool> {
-  const visible = visiblePostsSql(viewer, now, 'vp');
-  return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and exists (select 1 from posts vp where vp.id = ${sql.ref(`${table}.post_id`)} and ${visible}))`;
-}
-
 /** A post row as `readPostForViewing` reads it: with whether its author is deleted. */
 export type SeenPost = PostRow & { authorDeleted: boolean };
 

@@ -2,7 +2,7 @@ import { type Expression, type SqlBool, sql } from 'kysely';
 import type { CoreDeps } from './context.js';
 import { Problems } from './errors.js';
 import { checkText } from './validate.js';
-import { commentOnVisiblePostSql, visiblePostsSql } from './post-visibility.js';
+import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
 import { maySearchUsers, type Viewer } from './user-policies.js';
 import { readCancellable } from '../store/cancellable.js';
 import { currentRequestScope } from './request-scope.js';
@@ -85,7 +85,7 @@ export class SearchService {
     const visible: Visible = {
       users: maySearchUsers(viewer, scopes) ? ALL : NONE,
       posts: visiblePostsSql(viewer, now, 'p'),
-      comments: commentOnVisiblePostSql(viewer, now, 'c'),
+      comments: commentsOfVisiblePostsSql(viewer, now, 'c'),
     };
     const query_ =
       this.deps.store.dialect === 'sqlite'

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/domain/clock.js';
 import { inTransaction, type CoreDeps } from '../../src/domain/context.js';
 import { CursorCodec } from '../../src/domain/cursor.js';
-import { commentOnVisiblePostSql, visiblePostsSql } from '../../src/domain/post-visibility.js';
+import { commentsOfVisiblePostsSql, visiblePostsSql } from '../../src/domain/post-visibility.js';
 import { postgresSearchQuery, sqliteSearchQuery } from '../../src/domain/search.js';
 import { DomainBus, type DomainSignal } from '../../src/events/bus.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../src/store/errors.js';
@@ -285,7 +285,7 @@ describe(`store on ${testDialect()}`, () => {
       const visible = {
         users: sql<boolean>`1 = 1`,
         posts: visiblePostsSql(null, now, 'p'),
-        comments: commentOnVisiblePostSql(null, now, 'c'),
+        comments: commentsOfVisiblePostsSql(null, now, 'c'),
       } as const;
       const compiled = sqliteSearchQuery(['engine'], 10, visible).compile(store.db);
       const plan = await store.db.executeQuery<{ detail: string }>({

@@ -8,8 +8,9 @@ import type { Dialect } from '../dialect.js';
  * running the English parser over the whole table twice, seconds at 200,000 posts. A stored vector
  * is parsed once, on write. Users keep their expression index: handles and names are a few words.
  *
- * Both engines: a partial index of the deleted users, which every visibility condition reads
- * (`authorLivesSql`); without it, each statement scans all users to find the few deleted ones.
+ * Both engines: a partial index of the deleted users, which every visibility condition probes
+ * once per row (`authorLivesSql`): a small index, instead of the users table's key, so that a count
+ * over a whole table stays cheap.
  */
 export function searchVectors(dialect: Dialect) {
   return {
