@@ -160,7 +160,9 @@ describe('first pages of many posts', () => {
         .reduce((s, n) => s + n['Actual Rows'] * n['Actual Loops'], 0);
     // 1,500 comments per post; the page needs FIRST + 1 visible ones (2% are by deleted users).
     expect(read('comments'), JSON.stringify(plan[0])).toBeLessThanOrEqual(3 * (FIRST + 1) * 2);
-    expect(plan.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name'])).toEqual([]);
+    // Neither comments nor users is read in full; posts (4 rows here) may be, as the planner sees fit.
+    const scanned = plan.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']);
+    expect(scanned.filter((table) => table !== 'posts')).toEqual([]);
   });
 
   it('probes users and posts by key instead of scanning them (SQLite)', async (ctx) => {
