@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { requestAbandoned } from '../domain/request-scope.js';
 import type { Store } from './store.js';
@@ -9,11 +10,13 @@ const QUERY_CANCELED = '57014';
  * Runs one read so that, on PostgreSQL, the statement itself stops once `signal` aborts (the
  * request's deadline passed or its client went away). Without this the surface answers 503 on time
  * while the server keeps computing the abandoned answer, and a client's retries stack up behind it.
- * The backend running the statement is cancelled from another pooled connection
- * (`pg_cancel_backend`); its connection goes back to the pool only after that cancel has answered,
- * so a late cancel never reaches the next statement on it (an idle backend ignores a cancel).
- * SQLite answers synchronously, so there is nothing to stop there. The abandoned read fails with
- * `RequestAbandoned`.
+ *
+ * The statement carries a random mark in a leading comment, and the cancel names the mark, not a
+ * backend: it can only ever stop this read, so the connection goes back to the pool at once and a
+ * late cancel cannot reach the next statement run on it. The cancel goes out on a connection of
+ * its own (`Store.cancelMarked`): abandoned reads may hold every pooled one. A read that got its
+ * connection only after the abort does not start. SQLite answers synchronously, so there is
+ * nothing to stop there. The abandoned read fails with `RequestAbandoned`.
  */
 export async function readCancellable<R>(
   store: Store,
@@ -21,27 +24,20 @@ export async function readCancellable<R>(
   signal: AbortSignal | undefined,
 ): Promise<R[]> {
   if (signal?.aborted) throw requestAbandoned();
-  if (!signal || store.dialect !== 'postgres') return (await query.execute(store.db)).rows;
-  return store.db.connection().execute(async (conn) => {
-    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
-    const pid = rows[0]!.pid;
-    let cancelled: Promise<unknown> | undefined;
-    const cancel = () => {
-      cancelled = sql`select pg_cancel_backend(${pid})`.execute(store.db).catch(() => undefined);
-    };
-    signal.addEventListener('abort', cancel, { once: true });
-    try {
-      // Aborted while the pid was read: the listener came too late to fire.
+  const { cancelMarked } = store;
+  if (!signal || cancelMarked === undefined) return (await query.execute(store.db)).rows;
+  const mark = `atrium-read-${randomBytes(8).toString('hex')}`;
+  const cancel = () => void cancelMarked(mark);
+  signal.addEventListener('abort', cancel, { once: true });
+  try {
+    return await store.db.connection().execute(async (conn) => {
       if (signal.aborted) throw requestAbandoned();
-      return (await query.execute(conn)).rows;
-    } catch (err) {
-      if (signal.aborted && (err as { code?: unknown }).code === QUERY_CANCELED) {
-        throw requestAbandoned();
-      }
-      throw err;
-    } finally {
-      signal.removeEventListener('abort', cancel);
-      await cancelled;
-    }
-  });
+      return (await sql<R>`/* ${sql.raw(mark)} */ ${query}`.execute(conn)).rows;
+    });
+  } catch (err) {
+    if (signal.aborted && (err as { code?: unknown }).code === QUERY_CANCELED) throw requestAbandoned();
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
 }

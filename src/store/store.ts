@@ -57,6 +57,12 @@ export interface Store {
    */
   readonly foreignCommits: (() => number) | undefined;
   /**
+   * PostgreSQL only: cancels every statement of this database whose text contains `mark`, from a
+   * connection of its own (never the pool's, which the statements to cancel may fill). Resolves
+   * whatever happens: a cancel is best effort.
+   */
+  readonly cancelMarked: ((mark: string) => Promise<void>) | undefined;
+  /**
    * Calls `listener` after every statement the database answered (a failed one does not count),
    * whoever sent it; returns the function that stops it. A component that logs a database outage
    * once (StoreOutageLog) ends it here, at the first answer, without a probe of its own.
@@ -318,7 +324,35 @@ function openPostgres(url: string, max: number, plugins: KyselyPlugin[], answers
     }),
     counter,
     answers,
+    undefined,
+    undefined,
+    (mark) => cancelMarkedStatements(url, mark),
   );
+}
+
+/** How long a cancel may take to connect before it is given up. */
+const CANCEL_CONNECT_MS = 5_000;
+
+/**
+ * `Store.cancelMarked` on PostgreSQL. Its own short-lived connection, not the pool's: when the
+ * statements to cancel hold every pooled connection (searches stuck behind a lock, say), a cancel
+ * waiting for one of them would never run, and those statements would hold the pool for good.
+ */
+async function cancelMarkedStatements(url: string, mark: string): Promise<void> {
+  const client = new pg.Client({ ...pgPoolConfig(url), connectionTimeoutMillis: CANCEL_CONNECT_MS });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query(
+      `select pg_cancel_backend(pid) from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and query like $1`,
+      [`%${mark}%`],
+    );
+  } catch {
+    // Best effort: the statement then runs to its end, as it would have without a cancel.
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /** The names in Kysely's migration table, or none when it does not exist yet (a fresh database). */
@@ -389,12 +423,14 @@ function makeStore(
   foreignCommits?: () => number,
   /** Runs `apply` as the one migrator of the database (SQLite files); PostgreSQL's Kysely locks itself. */
   exclusively?: (apply: (db: Db) => Promise<string[]>) => Promise<string[]>,
+  cancelMarked?: (mark: string) => Promise<void>,
 ): Store {
   return {
     db,
     dialect,
     poolStats,
     foreignCommits,
+    cancelMarked,
     statementCount: () => counter.n,
     onAnswer(listener) {
       // A function of its own, so one listener given twice is two subscriptions, each stoppable.

@@ -62,4 +62,41 @@ describe.runIf(testDialect() === 'postgres')('search past the request deadline',
       await locker.query('rollback');
     }
   });
+
+  it('cancels abandoned searches that hold every pooled connection, and the pool serves again', async () => {
+    // More searches than the pool's 10 connections: the cancels cannot wait for one of those.
+    const searches = 12;
+    await locker.query('begin');
+    try {
+      await locker.query('lock table posts in access exclusive mode');
+      const answers = await Promise.all(
+        Array.from({ length: searches }, async () => {
+          const res = await fetch(`${server.base}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json' },
+            body: JSON.stringify({ query: '{ search(query: "bulk") { __typename } }' }),
+          });
+          await res.text();
+          return res.status;
+        }),
+      );
+      expect(answers).toEqual(Array.from({ length: searches }, () => 503));
+      let left = await searching();
+      for (let i = 0; i < 50 && left > 0; i++) {
+        await pause(100);
+        left = await searching();
+      }
+      // Cancelled while the lock is still held: nothing but the cancel could have ended them.
+      expect(left).toBe(0);
+    } finally {
+      await locker.query('rollback');
+    }
+    const res = await fetch(`${server.base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: '{ posts(first: 1) { edges { node { id } } } }' }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { errors?: unknown }).errors).toBeUndefined();
+  });
 });
