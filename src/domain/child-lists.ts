@@ -8,6 +8,7 @@ import {
 } from 'kysely';
 import type { Db } from '../store/store.js';
 import type { CommentRow, PostRow, UserRow } from '../store/types.js';
+import { COMMENT_COLUMNS, POST_COLUMNS } from '../store/columns.js';
 import type { CursorCodec } from './cursor.js';
 import {
   checkFirst,
@@ -33,6 +34,20 @@ interface Children {
  */
 type Loose = Kysely<Record<string, Record<string, unknown>>>;
 type Seek = SelectQueryBuilder<Record<string, Record<string, unknown>>, string, Record<string, unknown>>;
+
+/** The columns read of each listed table (`columns.ts`): users have no column a read must skip. */
+const COLUMNS: Record<keyof Children, readonly string[] | undefined> = {
+  comments: COMMENT_COLUMNS,
+  posts: POST_COLUMNS,
+  users: undefined,
+};
+
+/** The rows of `table`, its columns as `COLUMNS` names them. */
+function rowsOf(db: Loose, table: keyof Children): Seek {
+  const q = db.selectFrom(table);
+  const columns = COLUMNS[table];
+  return (columns ? q.select(columns.map((c) => `${table}.${c}`)) : q.selectAll()) as Seek;
+}
 
 /** Parents per statement on SQLite, whose compound selects allow at most 500 terms by default. */
 const SQLITE_TERMS = 250;
@@ -64,8 +79,8 @@ export class ChildList<T extends keyof Children> {
     limit: number,
     restrict?: Restriction,
   ): Promise<Children[T]['row'][]> {
-    const { table, parent }: { table: string; parent: string } = this.spec;
-    let q = (db as unknown as Loose).selectFrom(table).selectAll();
+    const parent: string = this.spec.parent;
+    let q = rowsOf(db as unknown as Loose, this.spec.table);
     if (parentId !== undefined) q = q.where(parent, '=', parentId);
     if (restrict) q = q.where(restrict);
     for (const b of bounds) q = q.where('id', b.op, b.id);
@@ -157,7 +172,7 @@ export class ChildList<T extends keyof Children> {
     const loose = db as unknown as Loose;
     // The rows of one parent, as a seek: `parentIs` names the parent (a value or, lateral, a column).
     const seek = (eb: Loose, parentIs: (q: Seek) => Seek) =>
-      parentIs(eb.selectFrom(table).selectAll())
+      parentIs(rowsOf(eb, this.spec.table))
         .where((e) => restrict ?? e.lit(true))
         .orderBy('id', order)
         .limit(limit);

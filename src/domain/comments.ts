@@ -1,5 +1,6 @@
 import { byIds } from './batch.js';
 import type { CommentRow } from '../store/types.js';
+import { COMMENT_COLUMNS } from '../store/columns.js';
 import type { Actor } from './actor.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
@@ -94,7 +95,7 @@ export class CommentService {
     if (!isId(id, 'cmt')) throw notFound('Comment');
     const row = await this.deps.store.db
       .selectFrom('comments')
-      .selectAll()
+      .select(COMMENT_COLUMNS)
       .where('id', '=', id)
       .where(this.visible(viewer))
       .executeTakeFirst();
@@ -139,7 +140,12 @@ export class CommentService {
       ids,
       'cmt',
       (unique) => {
-        return db.selectFrom('comments').selectAll().where('id', 'in', unique).where(visible).execute();
+        return db
+          .selectFrom('comments')
+          .select(COMMENT_COLUMNS)
+          .where('id', 'in', unique)
+          .where(visible)
+          .execute();
       },
       toComment,
     );

@@ -1,5 +1,6 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database, PostRow } from '../store/types.js';
+import { QUALIFIED_POST_COLUMNS } from '../store/columns.js';
 import { isAdmin } from './actor.js';
 import type { Viewer } from './user-policies.js';
 
@@ -75,7 +76,7 @@ export async function readPostForViewing(db: Kysely<Database>, id: string): Prom
   const row = await db
     .selectFrom('posts')
     .leftJoin('users', 'users.id', 'posts.author_id')
-    .selectAll('posts')
+    .select(QUALIFIED_POST_COLUMNS)
     .select('users.deleted_at as author_deleted_at')
     .where('posts.id', '=', id)
     .executeTakeFirst();

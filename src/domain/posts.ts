@@ -1,5 +1,6 @@
 import { byIds } from './batch.js';
 import type { PostRow } from '../store/types.js';
+import { POST_COLUMNS } from '../store/columns.js';
 import type { Actor } from './actor.js';
 import { iso } from './clock.js';
 import type { CoreDeps } from './context.js';
@@ -176,7 +177,7 @@ export class PostService {
       ids,
       'pst',
       (unique) => {
-        return db.selectFrom('posts').selectAll().where('id', 'in', unique).where(visible).execute();
+        return db.selectFrom('posts').select(POST_COLUMNS).where('id', 'in', unique).where(visible).execute();
       },
       toPost,
     );
