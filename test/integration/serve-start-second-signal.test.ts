@@ -49,12 +49,17 @@ describe('a second stop signal while the start is settling', { timeout: 120_000 
     let probed = false;
     let sendFirst = () => undefined as void;
     const target = new URL(TEST_REDIS_URL);
-    // The process's first connection carries the readiness probe's PING (ioredis sends none of its own).
+    // The process's first connection carries the start's permission check (src/shared/redis-permissions.ts,
+    // which ends with a PUBLISH), then the readiness probe's PING (ioredis sends none of its own).
+    let checked = false;
     const redis: TcpProxy = await TcpProxy.start(
       { host: target.hostname, port: Number(target.port || 6379) },
       {
         onClientData: (chunk, connection) => {
-          if (probed || connection !== 1 || !/\$4\r\nping\r\n/i.test(chunk.toString('latin1'))) return;
+          if (connection !== 1) return;
+          const sent = chunk.toString('latin1');
+          if (/\$7\r\npublish\r\n/i.test(sent)) checked = true;
+          if (probed || !checked || !/\$4\r\nping\r\n/i.test(sent)) return;
           probed = true;
           redis.holdAnswers(1);
           sendFirst();
