@@ -35,68 +35,65 @@ describe.runIf(testDialect() === 'postgres')('search past the request deadline',
     return Number(rows[0]!.n);
   };
 
+  /** POSTs `query` to /graphql with `accept`; the status, once the body is read. */
+  const post = async (query: string, accept = 'application/json') => {
+    const res = await fetch(`${server.base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept },
+      body: JSON.stringify({ query }),
+    });
+    return { status: res.status, body: (await res.json()) as { errors?: unknown } };
+  };
+  const SEARCH = '{ search(query: "bulk") { __typename } }';
+
+  /**
+   * Searches still running, once the server has had a while to act on its cancels (they are sent as
+   * the deadline passes). Without cancellation a search waits on the lock for as long as it is held.
+   */
+  const searchingAfterCancels = async (): Promise<number> => {
+    let left = await searching();
+    for (let i = 0; i < 50 && left > 0; i++) {
+      await pause(100);
+      left = await searching();
+    }
+    return left;
+  };
+
+  /** Runs `fn` while another session holds posts locked, so a search waits until it is cancelled. */
+  const whilePostsLocked = async (fn: () => Promise<void>) => {
+    await locker.query('begin');
+    try {
+      await locker.query('lock table posts in access exclusive mode');
+      await fn();
+    } finally {
+      await locker.query('rollback');
+    }
+  };
+
   // The direct path and Yoga's (an Accept only Yoga takes) hand the resolver different signals.
   it.each([
     ['direct', 'application/json'],
     ['Yoga', 'application/json; charset=utf-8'],
   ])('answers 503 at the deadline and cancels the statement on the server (%s)', async (_path, accept) => {
-    await locker.query('begin');
-    try {
-      await locker.query('lock table posts in access exclusive mode');
-      const res = await fetch(`${server.base}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept },
-        body: JSON.stringify({ query: '{ search(query: "bulk") { __typename } }' }),
-      });
-      expect(res.status).toBe(503);
-      await res.text();
-      // The cancel is sent as the deadline passes; allow the server a while to act on it. Without
-      // cancellation the statement waits on the lock for as long as it is held.
-      let left = await searching();
-      for (let i = 0; i < 50 && left > 0; i++) {
-        await pause(100);
-        left = await searching();
-      }
-      expect(left).toBe(0);
-    } finally {
-      await locker.query('rollback');
-    }
+    await whilePostsLocked(async () => {
+      expect((await post(SEARCH, accept)).status).toBe(503);
+      expect(await searchingAfterCancels()).toBe(0);
+    });
   });
 
   it('cancels abandoned searches that hold every pooled connection, and the pool serves again', async () => {
     // More searches than the pool's 10 connections: the cancels cannot wait for one of those.
     const searches = 12;
-    await locker.query('begin');
-    try {
-      await locker.query('lock table posts in access exclusive mode');
+    await whilePostsLocked(async () => {
       const answers = await Promise.all(
-        Array.from({ length: searches }, async () => {
-          const res = await fetch(`${server.base}/graphql`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json' },
-            body: JSON.stringify({ query: '{ search(query: "bulk") { __typename } }' }),
-          });
-          await res.text();
-          return res.status;
-        }),
+        Array.from({ length: searches }, async () => (await post(SEARCH)).status),
       );
       expect(answers).toEqual(Array.from({ length: searches }, () => 503));
-      let left = await searching();
-      for (let i = 0; i < 50 && left > 0; i++) {
-        await pause(100);
-        left = await searching();
-      }
       // Cancelled while the lock is still held: nothing but the cancel could have ended them.
-      expect(left).toBe(0);
-    } finally {
-      await locker.query('rollback');
-    }
-    const res = await fetch(`${server.base}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: '{ posts(first: 1) { edges { node { id } } } }' }),
+      expect(await searchingAfterCancels()).toBe(0);
     });
-    expect(res.status).toBe(200);
-    expect(((await res.json()) as { errors?: unknown }).errors).toBeUndefined();
+    const after = await post('{ posts(first: 1) { edges { node { id } } } }');
+    expect(after.status).toBe(200);
+    expect(after.body.errors).toBeUndefined();
   });
 });
