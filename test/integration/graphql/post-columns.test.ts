@@ -1,27 +1,8 @@
-import type {
-  KyselyPlugin,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  RootOperationNode,
-  UnknownRow,
-} from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { observeStatements } from '../../helpers/statement-observer.js';
 import { type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
-
-/** Every column name any statement's rows came back with. */
-class RowColumns implements KyselyPlugin {
-  readonly seen = new Set<string>();
-  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
-    return node;
-  }
-  transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    for (const row of result.rows) for (const column of Object.keys(row)) this.seen.add(column);
-    return Promise.resolve(result);
-  }
-}
 
 /**
  * On PostgreSQL posts and comments carry `search_vector` (migration 0009), a parsed copy of their
@@ -30,8 +11,14 @@ class RowColumns implements KyselyPlugin {
  * by construction and guards the column lists' typing only.)
  */
 describe('post and comment reads leave search_vector in the database', () => {
-  const columns = new RowColumns();
-  const s = graphQLServerForSuite({}, { storePlugins: [columns] });
+  // Every column name any statement's rows came back with.
+  const columns = { seen: new Set<string>() };
+  const watch = observeStatements({
+    onResult: (result) => {
+      for (const row of result.rows) for (const column of Object.keys(row)) columns.seen.add(column);
+    },
+  });
+  const s = graphQLServerForSuite({}, { storePlugins: [watch] });
   let alice: Caller;
   let postId: string;
   let commentIds: string[];

@@ -1,12 +1,6 @@
-import type {
-  KyselyPlugin,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  RootOperationNode,
-  UnknownRow,
-} from 'kysely';
+import type { RootOperationNode } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { observeStatements } from '../../helpers/statement-observer.js';
 import { type GraphQLServer, graphQLServerForSuite } from './support.js';
 
 type Caller = Awaited<ReturnType<GraphQLServer['atrium']['caller']>>;
@@ -17,17 +11,14 @@ interface CountStatement {
 }
 
 /** Notes every SELECT that counts (count(*), grouped or not) and the table it counts. */
-class CountStatements implements KyselyPlugin {
+class CountStatements {
   readonly seen: CountStatement[] = [];
-  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+  readonly plugin = observeStatements({ onQuery: (node) => this.note(node) });
+  private note(node: RootOperationNode): void {
     if (node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"func":"count"')) {
       const from = node.from?.froms[0] as { table?: { identifier?: { name?: string } } } | undefined;
       this.seen.push({ table: from?.table?.identifier?.name ?? '?', grouped: node.groupBy !== undefined });
     }
-    return node;
-  }
-  transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    return Promise.resolve(result);
   }
 }
 
@@ -48,7 +39,7 @@ interface PostNode {
  */
 describe('GraphQL totalCount: counted only when selected, one grouped count per batch', () => {
   const counts = new CountStatements();
-  const s = graphQLServerForSuite({}, { storePlugins: [counts] });
+  const s = graphQLServerForSuite({}, { storePlugins: [counts.plugin] });
   let alice: Caller;
   /** Post ids newest first, with how many comments each has, and their authors' post counts. */
   const comments = new Map<string, number>();
