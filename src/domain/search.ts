@@ -93,10 +93,7 @@ export class SearchService {
         : postgresSearchQuery(tokens, limit, visible);
     // Yoga's POST path gives the resolver the fetch Request's signal (the client going away) and
     // runs in the request scope, whose signal carries the deadline: either one abandons the read.
-    const scoped = currentRequestScope()?.signal;
-    const abandon =
-      signal && scoped && signal !== scoped ? AbortSignal.any([signal, scoped]) : (signal ?? scoped);
-    const rows = await readCancellable(this.deps.store, query_, abandon);
+    const rows = await readCancellable(this.deps.store, query_, [signal, currentRequestScope()?.signal]);
     return rows.map((r) => ({ kind: r.kind, id: r.id, score: Number(r.score) }));
   }
 }

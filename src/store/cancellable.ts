@@ -7,7 +7,7 @@ import type { Store } from './store.js';
 const QUERY_CANCELED = '57014';
 
 /**
- * Runs one read so that, on PostgreSQL, the statement itself stops once `signal` aborts (the
+ * Runs one read so that, on PostgreSQL, the statement itself stops once any of `signals` aborts (the
  * request's deadline passed or its client went away). Without this the surface answers 503 on time
  * while the server keeps computing the abandoned answer, and a client's retries stack up behind it.
  *
@@ -21,23 +21,31 @@ const QUERY_CANCELED = '57014';
 export async function readCancellable<R>(
   store: Store,
   query: RawBuilder<R>,
-  signal: AbortSignal | undefined,
+  given: ReadonlyArray<AbortSignal | undefined>,
 ): Promise<R[]> {
-  if (signal?.aborted) throw requestAbandoned();
+  // One listener per distinct signal (the same one may come twice), rather than a composed signal.
+  const signals = [...new Set(given.filter((s): s is AbortSignal => s !== undefined))];
+  const aborted = () => signals.some((s) => s.aborted);
+  if (aborted()) throw requestAbandoned();
   const { cancelMarked } = store;
-  if (!signal || cancelMarked === undefined) return (await query.execute(store.db)).rows;
+  if (signals.length === 0 || cancelMarked === undefined) return (await query.execute(store.db)).rows;
   const mark = `atrium-read-${randomBytes(8).toString('hex')}`;
-  const cancel = () => void cancelMarked(mark);
-  signal.addEventListener('abort', cancel, { once: true });
+  let cancelled = false;
+  const cancel = () => {
+    if (cancelled) return;
+    cancelled = true;
+    void cancelMarked(mark);
+  };
+  for (const s of signals) s.addEventListener('abort', cancel, { once: true });
   try {
     return await store.db.connection().execute(async (conn) => {
-      if (signal.aborted) throw requestAbandoned();
+      if (aborted()) throw requestAbandoned();
       return (await sql<R>`/* ${sql.raw(mark)} */ ${query}`.execute(conn)).rows;
     });
   } catch (err) {
-    if (signal.aborted && (err as { code?: unknown }).code === QUERY_CANCELED) throw requestAbandoned();
+    if (aborted() && (err as { code?: unknown }).code === QUERY_CANCELED) throw requestAbandoned();
     throw err;
   } finally {
-    signal.removeEventListener('abort', cancel);
+    for (const s of signals) s.removeEventListener('abort', cancel);
   }
 }
