@@ -93,15 +93,19 @@ export class Outbox {
       const events = await q.execute();
       if (events.length === 0) return 0;
       const owners = [...new Set(events.map((e) => e.owner_id).filter((o): o is string => o !== null))];
-      const endpoints =
-        owners.length === 0
-          ? []
-          : await trx
-              .selectFrom('webhook_endpoints')
-              .select(['id', 'user_id', 'events', 'created_at'])
-              .where('user_id', 'in', owners)
-              .where('disabled_at', 'is', null)
-              .execute();
+      // On PostgreSQL the endpoints read are locked FOR KEY SHARE (the lock the deliveries' foreign
+      // key check takes anyway) until the deliveries are written: a DELETE of one waits for this
+      // commit and then takes its new deliveries with it, and one already under way is waited for
+      // and its endpoint skipped. Unlocked, a DELETE committed in between failed the insert on the
+      // foreign key and rolled back the whole batch. PATCHes, rotations and 410 disabling lock FOR
+      // NO KEY UPDATE, which does not conflict. SQLite: this is the only writer (BEGIN IMMEDIATE).
+      let endpointsQuery = trx
+        .selectFrom('webhook_endpoints')
+        .select(['id', 'user_id', 'events', 'created_at'])
+        .where('user_id', 'in', owners)
+        .where('disabled_at', 'is', null);
+      if (postgres) endpointsQuery = endpointsQuery.forKeyShare();
+      const endpoints = owners.length === 0 ? [] : await endpointsQuery.execute();
       const byOwner = new Map<string, Array<{ id: string; events: string[]; createdAt: string }>>();
       for (const e of endpoints) {
         const list = byOwner.get(e.user_id) ?? [];
