@@ -163,7 +163,7 @@ export class CommentService {
       postId,
       args,
       toComment,
-      this.visible(viewer),
+      this.visible(viewer, postId),
     );
   }
 
@@ -198,8 +198,9 @@ export class CommentService {
     return row !== undefined && mayViewSeenPost(viewer, row, this.deps.clock.now());
   }
 
-  private visible(viewer: Viewer) {
-    return commentsOfVisiblePostsSql(viewer, this.deps.clock.now());
+  /** Comments `viewer` sees; `postId` when all of them are of that post (`commentsOfVisiblePostsSql`). */
+  private visible(viewer: Viewer, postId?: string) {
+    return commentsOfVisiblePostsSql(viewer, this.deps.clock.now(), 'comments', postId);
   }
 }
 

@@ -49,14 +49,21 @@ export function visiblePostsSql(viewer: Viewer, now: Date, table = 'posts'): Exp
  * post is one the viewer sees (whose author is not deleted either). The post test is correlated (a
  * primary-key probe per comment): as `post_id in (select ... from posts)` SQLite built the list of
  * every visible post for each comment read.
+ *
+ * `postId`, when every comment read is known to be of that one post (a page of its comments),
+ * probes that post by value: the test is then the same for every row and runs once. The page's
+ * statement bounds the post with a range rather than an equality (`child-lists.ts`), so PostgreSQL
+ * would not carry the post id into a correlated probe and could merge-join the posts table instead.
  */
 export function commentsOfVisiblePostsSql(
   viewer: Viewer,
   now: Date,
   table = 'comments',
+  postId?: string,
 ): Expression<SqlBool> {
   const visible = visiblePostsSql(viewer, now, 'vp');
-  return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and exists (select 1 from posts vp where vp.id = ${sql.ref(`${table}.post_id`)} and ${visible}))`;
+  const post = postId ?? sql.ref(`${table}.post_id`);
+  return sql<SqlBool>`(${authorLivesSql(`${table}.author_id`)} and exists (select 1 from posts vp where vp.id = ${post} and ${visible}))`;
 }
 
 /** A post row as `readPostForViewing` reads it: with whether its author is deleted. */
