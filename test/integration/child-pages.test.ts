@@ -49,7 +49,7 @@ function lists(atrium: TestAtrium) {
 type Table = keyof ReturnType<typeof lists>;
 
 /**
- * The seed of bench/README.md ("Pages under a parent") at a fifth of its size: ids are
+ * The seed of bench/child-pages.ts (bench/README.md, "Pages under a parent") at a fifth of its size: ids are
  * time-ordered, so the rows of one parent sit together in id order, and a few parents hold a large
  * share of their table (5% of the comments, 8% of the posts, 20% of the users), enough for
  * PostgreSQL's statistics to name them. Ten comment blocks of 10,000: in block b every other comment
@@ -170,7 +170,11 @@ describe.skipIf(testDialect() !== 'postgres')('pages under a parent range its (p
 
   for (const c of cases) {
     it(`${c.name}: ${c.index}, not the primary key`, async () => {
-      const { ids, plans } = await page(c.table, c.parent, c.args((id) => cursor(c.table, c.parent, id)));
+      const { ids, plans } = await page(
+        c.table,
+        c.parent,
+        c.args((id) => cursor(c.table, c.parent, id)),
+      );
       expect(ids).toEqual(c.ids);
       // The page and, after a cursor, the probe for rows on the cursor's other side.
       expect(plans).toHaveLength(c.statements ?? 2);
