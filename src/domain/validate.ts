@@ -18,9 +18,17 @@ export function normaliseEmail(value: string): string {
   return value.trim().toLowerCase().normalize('NFC');
 }
 
+/**
+ * Unicode's invisible format characters (Cf: zero-width space and joiners, bidi marks and
+ * overrides, the soft hyphen, word joiner, byte order mark, tag characters). None belongs in an
+ * address, and one would make an address that shows exactly as another user's (`ad\u200bmin@…`)
+ * yet is a different address for uniqueness and login.
+ */
+const FORMAT_CHARACTER = /\p{Cf}/u;
+
 export function checkEmail(value: unknown): string | null {
   if (typeof value !== 'string') return 'must be a string';
-  if (value.length > 254 || !EMAIL.test(value) || !isWellFormed(value))
+  if (value.length > 254 || !EMAIL.test(value) || !isWellFormed(value) || FORMAT_CHARACTER.test(value))
     return 'must be a valid email address';
   return null;
 }

@@ -40,6 +40,20 @@ describe('checkEmail', () => {
     // Half a character in the local part: the pattern reads UTF-16 units, so it is checked apart.
     expect(checkEmail('a\ud800@example.com')).toBe('must be a valid email address');
     expect(checkEmail('\ud83d\ude00@example.com')).toBeNull();
+    // Invisible format characters (Cf) would make an address that shows as another one.
+    for (const invisible of [
+      '\u200b',
+      '\u200d',
+      '\u200e',
+      '\u202e',
+      '\u2060',
+      '\ufeff',
+      '\u00ad',
+      '\u{e0041}',
+    ])
+      expect(checkEmail(`ad${invisible}min@example.com`), JSON.stringify(invisible)).toBe(
+        'must be a valid email address',
+      );
     expect(checkEmail(42)).toBe('must be a string');
     expect(checkEmail(null)).toBe('must be a string');
   });

@@ -229,6 +229,7 @@ describe('User REST API', () => {
       ['invalid email', { email: 'not-an-email' }, 'email', 'invalid_format'],
       ['email without a domain', { email: 'ada@' }, 'email', 'invalid_format'],
       ['email with spaces', { email: 'ada lovelace@example.com' }, 'email', 'invalid_format'],
+      ['email with a zero-width space', { email: 'ad\u200bmin@example.com' }, 'email', 'invalid_format'],
       ['name of 101 characters', { name: 'n'.repeat(101) }, 'name', 'range_error'],
       ['empty name', { name: '' }, 'name', 'range_error'],
       ['blank name', { name: '   ' }, 'name', 'invalid_format'],
