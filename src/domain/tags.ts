@@ -17,9 +17,17 @@ export interface Tag {
 }
 
 /**
- * Tags are compared case-insensitively, so they are stored lower-case and trimmed with inner
- * whitespace collapsed; duplicates after normalising collapse into one. Problems go on `field`.
+ * Tags are compared case-insensitively, so they are stored as `tagName` spells them; duplicates
+ * after normalising collapse into one. Problems go on `field`.
  */
+/**
+ * The one spelling of a tag name that is stored and looked up: trimmed, inner white space collapsed,
+ * lower case and in Unicode NFC, so `Café` typed with a combining accent is the same tag as `café`.
+ */
+export function tagName(raw: string): string {
+  return raw.trim().replace(/\s+/g, ' ').toLowerCase().normalize('NFC');
+}
+
 export function normaliseTags(input: unknown, problems: Problems, field = 'tags'): string[] {
   if (!Array.isArray(input)) {
     problems.add(field, `${field} must be a list of strings`);
@@ -31,7 +39,7 @@ export function normaliseTags(input: unknown, problems: Problems, field = 'tags'
       problems.add(field, `${field}[${index}] must be a string`);
       return;
     }
-    const name = raw.trim().replace(/\s+/g, ' ').toLowerCase();
+    const name = tagName(raw);
     const bad = checkText(name, 1, MAX_TAG_LENGTH);
     if (bad) problems.add(field, `${field}[${index}] ${bad}`, 'range_error');
     else if (!out.includes(name)) out.push(name);
@@ -87,7 +95,7 @@ export class TagService {
    * which is absent. Names are matched normalised.
    */
   async getMany(viewer: Viewer, names: readonly string[]): Promise<Map<string, Tag>> {
-    const wanted = [...new Set(names.map((n) => n.trim().toLowerCase()))];
+    const wanted = [...new Set(names.map(tagName))];
     if (wanted.length === 0) return new Map();
     const db = this.deps.store.db;
     const visible = visiblePostsSql(viewer, this.deps.clock.now());

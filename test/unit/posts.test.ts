@@ -230,6 +230,20 @@ describe('PostService', () => {
     });
   });
 
+  it('spells a tag one way: composed and decomposed accents, case and inner spaces are one tag', async () => {
+    const post = await t.core.posts.create(author, {
+      title: 't',
+      body: 't',
+      authorId: author.id,
+      tags: ['Café', 'cafe\u0301', 'Machine  Learning'],
+    });
+    expect(post.tags).toEqual(['café', 'machine learning']);
+    const stats = await t.core.tags.getMany(null, ['CAFE\u0301', ' machine   learning ']);
+    expect(stats.get('café')).toEqual({ name: 'café', postCount: 1 });
+    expect(stats.get('machine learning')).toEqual({ name: 'machine learning', postCount: 1 });
+    await t.core.posts.delete(author, post.id);
+  });
+
   describe('Query.posts connection', () => {
     const newestFirst = () => [...made].reverse().map((p) => p.title);
 
