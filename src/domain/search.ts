@@ -23,16 +23,24 @@ const MAX_TOKEN_LENGTH = 64;
 
 /**
  * The words of a user's query: letters and digits only, lower-case, at most 16. Every other
- * character (quotes, `*`, parentheses, `-`, `:`) separates words, as both engines' tokenisers do
- * for the indexed text, so no user input can reach the query syntax of either engine.
+ * character (quotes, `*`, parentheses, `-`, `.`, `@`, `:`) separates words, so no user input can
+ * reach the query syntax of either engine. The stored text is split the same way: SQLite's
+ * unicode61 tokeniser ends a word at every such character, and on PostgreSQL the indexed text has
+ * its ASCII punctuation turned into spaces first (migration 0011), so `README.md` is the words
+ * `readme md` on both sides of either engine.
+ *
+ * Lower-casing is per character, as PostgreSQL's is: `İ` becomes a plain `i` (JavaScript's
+ * `toLowerCase` gives `i` + U+0307, a mark PostgreSQL's lexeme does not hold) and a word-final
+ * `Σ` becomes `σ`, not `ς`. SQLite drops marks and folds `ς` either way, so this changes nothing
+ * there. Other marks stay: PostgreSQL keeps them in its lexemes.
  */
 export function searchTokens(query: string): string[] {
-  const words =
-    query
-      .normalize('NFKC')
-      .toLowerCase()
-      .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+  const words = lowerPerCharacter(query.normalize('NFKC')).match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
   return words.slice(0, MAX_TOKENS).map((w) => w.slice(0, MAX_TOKEN_LENGTH));
+}
+
+function lowerPerCharacter(text: string): string {
+  return Array.from(text, (c) => (c === '\u0130' ? 'i' : c.toLowerCase())).join('');
 }
 
 /**
@@ -130,18 +138,26 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number, visi
 }
 
 /**
- * Posts and comments match and rank on their stored `search_vector` (migration 0009), so neither
- * the index recheck nor `ts_rank` parses the text again; users on the expression of their GIN index
- * (migration 0001), written exactly as indexed. Each branch ranks and limits its own matches before
+ * The expression of the users' GIN index (migration 0011), word for word: the planner uses the
+ * index only for the same expression. Handle and names in NFC, ASCII punctuation made spaces.
+ */
+const USER_VECTOR = sql.raw(
+  `to_tsvector('simple', translate(normalize(handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, ''), NFC), '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '${' '.repeat(32)}'))`,
+);
+
+/**
+ * Posts and comments match and rank on their stored `search_vector` (migrations 0009 and 0011), so
+ * neither the index recheck nor `ts_rank` parses the text again; users on the expression of their
+ * GIN index (migration 0011), written exactly as indexed. Each branch ranks and limits its own matches before
  * the union. A test holds the plan to the indexes and to no parsing at query time.
  */
 export function postgresSearchQuery(tokens: readonly string[], limit: number, visible: Visible = EVERYTHING) {
   const text = tokens.join(' ');
   return sql<HitRow>`
     select kind, id, score from (
-      (select 'user' as kind, u.id, ts_rank(to_tsvector('simple', handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, '')), q) as score
+      (select 'user' as kind, u.id, ts_rank(${USER_VECTOR}, q) as score
        from users u, plainto_tsquery('simple', ${text}) q
-       where to_tsvector('simple', handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, '')) @@ q
+       where ${USER_VECTOR} @@ q
          and u.deleted_at is null
          and ${visible.users}
        order by score desc, u.id desc limit ${limit})
