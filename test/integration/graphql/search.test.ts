@@ -53,6 +53,34 @@ describe('GraphQL search and node', () => {
     expect(missing.errors).toHaveLength(1);
   });
 
+  it('finds words written with punctuation, decomposed text and İ as typed, on both engines', async () => {
+    // Until migration 0011, PostgreSQL kept `alice@example.org`, `README.md`, `node.js` and
+    // `john-2024` as single lexemes the query never matched, and missed NFD text and İ.
+    const john = await s.atrium.caller({ handle: 'john-2024' });
+    const actor = { id: john.userId, kind: 'user' as const, role: 'member' as const };
+    const post = await s.atrium.services.core.posts.create(actor, {
+      title: 'İstanbul cafe\u0301',
+      body: 'Mail alice@example.org, read README.md; node.js v20.1 -42',
+      authorId: john.userId,
+    });
+    const misses: string[] = [];
+    for (const [q, id] of [
+      ['alice@example.org', post.id],
+      ['README.md', post.id],
+      ['node.js', post.id],
+      ['v20.1', post.id],
+      ['-42', post.id],
+      ['café', post.id],
+      ['İstanbul', post.id],
+      ['john-2024', john.userId],
+    ] as const) {
+      const res = await s.gql(SEARCH, { q }, john.headers);
+      const ids = (res.data?.search as Array<{ id: string }> | undefined)?.map((h) => h.id) ?? [];
+      if (!ids.includes(id)) misses.push(q);
+    }
+    expect(misses).toEqual([]);
+  });
+
   it("another user's email in a hit is an error that nulls the whole non-null result", async () => {
     const bob = await s.atrium.caller({ handle: 'bobsearch' });
     const res = await s.gql(
