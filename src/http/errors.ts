@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
+import { NOT_BLANK } from './rest/common-schemas.js';
 import { restDetails } from './rest/field-names.js';
 
 /** A client gets at most this many field problems; the rest are counted, not listed. */
@@ -155,6 +156,13 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
   let message = issue.message ?? 'is invalid';
   if (issue.keyword === 'enum' && Array.isArray(issue.params.allowedValues)) {
     message = `must be one of ${(issue.params.allowedValues as unknown[]).join(', ')}`;
+  }
+  if (
+    issue.keyword === 'pattern' &&
+    typeof issue.params.pattern === 'string' &&
+    issue.params.pattern.endsWith(NOT_BLANK)
+  ) {
+    message = 'must not be blank';
   }
   const where = field === '' ? (context ?? 'request') : field;
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };

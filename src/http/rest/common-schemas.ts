@@ -1,5 +1,12 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 
+/**
+ * "Not blank" as a request schema says it: a character other than white space and invisible format
+ * characters (the core's isBlank). A refusal by it reads "must not be blank", as the core's does,
+ * not as the pattern (src/http/errors.ts).
+ */
+export const NOT_BLANK = '[^\\s\\p{Cf}]';
+
 /** The spec's REST error body; every error response of every route is described with it. */
 export const ErrorDetailSchema = Type.Object(
   {

@@ -256,6 +256,17 @@ describe('User REST API', () => {
       },
     );
 
+    it('says a blank name must not be blank, not which pattern it failed', async () => {
+      const target = await atrium.caller();
+      for (const name of ['   ', '\u200b\u200d']) {
+        const res = await patch(`/v1/users/${target.userId}`, admin.headers, { name });
+        expect(res.statusCode).toBe(400);
+        expect(res.json().details).toEqual([
+          { field: 'name', message: 'name must not be blank', code: 'invalid_format' },
+        ]);
+      }
+    });
+
     it('reports every problem of a body at once', async () => {
       const res = await patch(`/v1/users/${member.userId}`, admin.headers, {
         name: '',

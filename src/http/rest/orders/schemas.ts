@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { CURRENCIES, MAX_ITEMS, MAX_QUANTITY } from '../../../domain/order-model.js';
 import { ORDER_STATUSES } from '../../../domain/order-state.js';
-import { CursorQuery, ErrorBodySchema, LimitQuery } from '../common-schemas.js';
+import { CursorQuery, ErrorBodySchema, LimitQuery, NOT_BLANK } from '../common-schemas.js';
 
 export { IdempotencyHeaders } from '../common-schemas.js';
 
@@ -15,7 +15,7 @@ const enumOf = <T extends string>(values: readonly T[], description: string) =>
 export const CurrencySchema = enumOf(CURRENCIES, 'ISO 4217 currency code.');
 export const StatusSchema = enumOf(ORDER_STATUSES, 'Order status.');
 const text = (maxLength: number, description: string) =>
-  Type.String({ minLength: 1, maxLength, pattern: '[^\\s\\p{Cf}]', description });
+  Type.String({ minLength: 1, maxLength, pattern: NOT_BLANK, description });
 
 export const ShippingAddressSchema = Type.Object(
   {

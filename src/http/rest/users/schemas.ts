@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ROLES } from '../../../domain/users.js';
 import type { Role } from '../../../store/types.js';
-import { ErrorBodySchema, standardErrors } from '../common-schemas.js';
+import { ErrorBodySchema, NOT_BLANK, standardErrors } from '../common-schemas.js';
 
 const Link = Type.Object({ href: Type.String() });
 
@@ -34,7 +34,7 @@ export const UpdateUserBody = Type.Object(
         maxLength: 100,
         // Not blank (white space and invisible format characters only, as the core's isBlank); the
         // empty string is left to minLength so it reports one problem, not two.
-        pattern: '^$|[^\\s\\p{Cf}]',
+        pattern: `^$|${NOT_BLANK}`,
         description: 'Display name, 1 to 100 characters.',
       }),
     ),
