@@ -7,6 +7,7 @@ import { grpcActivity } from './0006_grpc.js';
 import { loginTickets } from './0007_login_tickets.js';
 import { orderSecondChanges } from './0008_order_second_changes.js';
 import { searchVectors } from './0009_search_vectors.js';
+import { eventsCreatedBigint } from './0010_events_created_bigint.js';
 import { searchTokensMigration } from './0011_search_tokens.js';
 
 /** Migrations in order. Names are permanent: a new change gets a new file and a new entry. */
@@ -19,6 +20,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0007_login_tickets': loginTickets,
     '0008_order_second_changes': orderSecondChanges,
     '0009_search_vectors': searchVectors(dialect) as { up(db: Kysely<unknown>): Promise<void> },
+    '0010_events_created_bigint': eventsCreatedBigint(dialect) as { up(db: Kysely<unknown>): Promise<void> },
     '0011_search_tokens': searchTokensMigration(dialect) as { up(db: Kysely<unknown>): Promise<void> },
   };
 }
