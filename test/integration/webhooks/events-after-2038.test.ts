@@ -105,7 +105,7 @@ describe(`a database migrated before 0010, on ${testDialect()}`, () => {
       });
       await store.db.insertInto('events').values(event('evt_2037', 2_136_000_000)).execute();
 
-      expect((await store.migrate()).applied).toEqual(['0010_events_created_bigint']);
+      expect((await store.migrate()).applied).toContain('0010_events_created_bigint');
       await store.db.insertInto('events').values(event('evt_2040', CREATED)).execute();
       const rows = await store.db.selectFrom('events').select(['id', 'created']).orderBy('id').execute();
       expect(rows).toEqual([
