@@ -196,7 +196,48 @@ describeBrowser('signing in through /authorize in a real browser', () => {
     expect(await submit('button[type=submit]')).toBe(400);
     expect(await page.textContent('[role=alert]')).toBe('The username or password is incorrect.');
     expect(await page.inputValue('#username')).toBe(handle);
+    // Announced to a screen reader: in the title, read first; on each field, read as focus enters
+    // it; and focus starts on the password to retype.
+    expect(await page.title()).toBe('Error: Sign in · Atrium');
+    for (const field of ['#username', '#password'])
+      expect(await page.getAttribute(field, 'aria-describedby')).toBe('form-error');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('password');
     expect(receiver.hits).toHaveLength(0);
+  }, 60_000);
+
+  it('fits a 320 px wide screen without sideways scrolling, under a long client name too', async () => {
+    const long = await server.atrium.services.oauth.clients.create({
+      name: 'AcmeCorporationInternationalOrderSynchronisationService',
+      redirectUris: [redirectUri],
+      scopes: ['profile:read'],
+    });
+    await page.setViewportSize({ width: 320, height: 640 });
+    const overflow = () =>
+      page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    for (const clientId of [client.client_id, long.client_id]) {
+      const { url } = await authorizationUrl({ client_id: clientId });
+      await page.goto(url);
+      expect(await overflow(), `login, ${clientId}`).toBe(0);
+      await page.fill('#username', handle);
+      await page.fill('#password', PASSWORD);
+      expect(await submit('button[type=submit]')).toBe(200);
+      expect(await page.textContent('h1')).toContain('to use your account?');
+      expect(await overflow(), `consent, ${clientId}`).toBe(0);
+    }
+  }, 60_000);
+
+  it('draws the keyboard focus ring at 3:1 contrast or more against the page', async () => {
+    const { url } = await authorizationUrl();
+    await page.goto(url);
+    await page.keyboard.press('Tab');
+    const colours = await page.evaluate(() => {
+      const focused = document.activeElement as HTMLElement;
+      return {
+        ring: getComputedStyle(focused).outlineColor,
+        page: getComputedStyle(document.body).backgroundColor,
+      };
+    });
+    expect(contrast(colours.ring, colours.page), JSON.stringify(colours)).toBeGreaterThanOrEqual(3);
   }, 60_000);
 
   it('refuses a login form posted from another site, even with valid credentials and a CSRF cookie', async () => {
@@ -316,3 +357,16 @@ describeBrowser('signing in through /authorize in a real browser', () => {
     expect(receiver.hits).toHaveLength(0);
   }, 60_000);
 });
+
+/** WCAG contrast ratio of two computed `rgb(...)` colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (colour: string): number => {
+    const [r, g, b] = (colour.match(/[\d.]+/g) ?? []).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}

@@ -49,22 +49,26 @@ export function loginPage(input: {
   username?: string | undefined;
   error?: string | undefined;
 }): string {
+  // The error describes each field, not the form: a screen reader reads a field's description as
+  // focus enters it, a form's never. Focus starts on the password (the username is kept), so the
+  // error is read at once, and the title says there is one, as it is the first thing read.
   const described = input.error ? ' aria-describedby="form-error"' : '';
+  const focus = input.error ? ' autofocus' : '';
   return layout(
-    'Sign in',
+    input.error ? 'Error: Sign in' : 'Sign in',
     `<h1 id="title">Sign in</h1>
     <p class="lead">to continue to <strong>${escapeHtml(input.clientName)}</strong></p>
     ${alert(input.error)}
-    <form method="post" action="authorize"${described}>
+    <form method="post" action="authorize">
       ${hidden(input.fields)}
       <div class="field">
         <label for="username">Username or email</label>
         <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none"
-          spellcheck="false" required maxlength="320" value="${escapeHtml(input.username ?? '')}">
+          spellcheck="false" required maxlength="320" value="${escapeHtml(input.username ?? '')}"${described}>
       </div>
       <div class="field">
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${described}${focus}>
       </div>
       <button type="submit">Sign in</button>
     </form>`,
@@ -119,10 +123,18 @@ export function unavailablePage(): string {
   );
 }
 
-/** The one stylesheet, served from this origin so the CSP can stay `style-src 'self'`. */
+/**
+ * The one stylesheet, served from this origin so the CSP can stay `style-src 'self'`. Sizes include
+ * padding and borders, and the page's one column may shrink below its longest word, so the card fits
+ * a 320 px screen without sideways scrolling even under a long client name (WCAG reflow). The focus
+ * ring is the text colour, which contrasts with the page in light and dark schemes alike.
+ */
 export const PAGES_CSS = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
-body { margin: 0; min-height: 100vh; display: grid; place-items: center; background: Canvas; color: CanvasText; }
-.card { width: min(26rem, 100% - 2rem); padding: 2rem; border: 1px solid GrayText; border-radius: 0.75rem; }
+*, *::before, *::after { box-sizing: border-box; }
+body { margin: 0; min-height: 100vh; display: grid; grid-template-columns: minmax(0, 1fr); place-items: center;
+  background: Canvas; color: CanvasText; }
+.card { width: min(26rem, 100% - 2rem); padding: clamp(1rem, 5vw, 2rem); border: 1px solid GrayText;
+  border-radius: 0.75rem; overflow-wrap: anywhere; }
 h1 { font-size: 1.4rem; margin: 0 0 0.5rem; }
 .lead { margin: 0 0 1.25rem; }
 .field { display: grid; gap: 0.25rem; margin-bottom: 1rem; }
@@ -131,7 +143,7 @@ input { font: inherit; padding: 0.6rem; border: 1px solid GrayText; border-radiu
 button { font: inherit; font-weight: 600; padding: 0.6rem 1.2rem; border-radius: 0.4rem; border: 2px solid #1d4ed8;
   background: #1d4ed8; color: #fff; cursor: pointer; }
 button.secondary { background: transparent; color: CanvasText; border-color: GrayText; }
-input:focus-visible, button:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+input:focus-visible, button:focus-visible { outline: 3px solid CanvasText; outline-offset: 2px; }
 .actions { display: flex; gap: 0.75rem; }
 .error { padding: 0.75rem; border: 2px solid #b91c1c; border-radius: 0.4rem; }
 .scopes { padding-left: 1.25rem; }
