@@ -14,6 +14,21 @@ export const ALL_SCOPES = [
 ] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
 
+/**
+ * What each scope lets a client do, in the words a person reads on the consent page; the OpenAPI
+ * document's OAuth scheme lists the same words (until 2026-11-29 it had its own, which differed).
+ */
+export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
+  'orders:read': 'See your orders',
+  'orders:write': 'Create, change, cancel and refund your orders',
+  'users:read': 'See user profiles',
+  'users:write': 'Change user profiles',
+  'content:read': 'Read posts and comments',
+  'content:write': 'Write posts and comments in your name',
+  'profile:read': 'See your profile',
+  'data:export': 'Export your data',
+};
+
 const READ_SCOPES: Scope[] = ['orders:read', 'users:read', 'content:read', 'profile:read'];
 
 /** An API key carries every scope its user's role allows: viewers read, others read and write. */

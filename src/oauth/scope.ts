@@ -41,15 +41,3 @@ export function grantableBy(role: Role, scopes: readonly string[]): string[] {
   const roleScopes = scopesForRole(role);
   return scopes.filter((s) => roleScopes.has(s));
 }
-
-/** Human descriptions for the consent page. */
-export const SCOPE_DESCRIPTIONS: Record<string, string> = {
-  'orders:read': 'See your orders',
-  'orders:write': 'Create, change and cancel your orders',
-  'users:read': 'See user profiles',
-  'users:write': 'Change user profiles',
-  'content:read': 'Read posts and comments',
-  'content:write': 'Write posts and comments in your name',
-  'profile:read': 'See your profile',
-  'data:export': 'Export your data',
-};

@@ -139,6 +139,13 @@ describeBrowser('signing in through /authorize in a real browser', () => {
     expect(await page.textContent('h1')).toBe('Allow Third Party Reader to use your account?');
     expect(await page.textContent('.scopes')).toContain('profile:read');
     expect(await page.textContent('.scopes')).not.toContain('orders:read');
+    // The person is told what a scope allows in the words the OpenAPI document gives developers.
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+      components: { securitySchemes: Record<string, { flows?: { authorizationCode?: { scopes: object } } }> };
+    };
+    const documented = Object.values(openapi.components.securitySchemes).find((s) => s.flows)?.flows
+      ?.authorizationCode?.scopes as Record<string, string>;
+    expect(await page.textContent('.scopes .scope')).toBe(documented['profile:read']);
 
     await Promise.all([page.waitForURL(`${redirectUri}?**`), submit('button[value=approve]')]);
     expect(receiver.hits).toHaveLength(1);

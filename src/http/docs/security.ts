@@ -1,5 +1,5 @@
 import type { onRequestAsyncHookHandler } from 'fastify';
-import { ALL_SCOPES, type Scope } from '../../auth/scopes.js';
+import { ALL_SCOPES, SCOPE_DESCRIPTIONS, type Scope } from '../../auth/scopes.js';
 import type { HttpAuth } from '../auth.js';
 
 /** What a caller step enforces, attached to the step itself so the docs describe what really runs. */
@@ -69,19 +69,8 @@ export function securityFor(tag: AuthTag): SecurityRequirement[] {
   return tag.optional ? [{}, ...schemes] : schemes;
 }
 
-const SCOPE_TEXT: Record<Scope, string> = {
-  'orders:read': 'Read your orders',
-  'orders:write': 'Create, change, cancel and refund your orders',
-  'users:read': 'Read user records',
-  'users:write': 'Change user records',
-  'content:read': 'Read posts and comments',
-  'content:write': 'Write posts and comments',
-  'profile:read': 'Read your profile',
-  'data:export': 'Request a data export',
-};
-
 export function securitySchemes(authUrl: string): Record<string, unknown> {
-  const scopes = Object.fromEntries(ALL_SCOPES.map((s) => [s, SCOPE_TEXT[s]]));
+  const scopes = Object.fromEntries(ALL_SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]]));
   const tokenUrl = `${authUrl}/oauth/token`;
   return {
     [SCHEME.apiKey]: {

@@ -14,7 +14,8 @@ import { CSRF_FIELD, CsrfProtection } from '../pages/csrf.js';
 import { consentPage, errorPage, loginPage, PAGES_CSS } from '../pages/html.js';
 import { LoginTickets, requestBinding } from '../pages/login-ticket.js';
 import { guarded, redirect, sendPage } from '../pages/respond.js';
-import { grantableBy, SCOPE_DESCRIPTIONS } from '../scope.js';
+import { grantableBy } from '../scope.js';
+import { SCOPE_DESCRIPTIONS, type Scope } from '../../auth/scopes.js';
 import type { OAuth } from '../service.js';
 import { sharedSecret } from '../settings.js';
 
@@ -211,7 +212,7 @@ class AuthorizationFlow {
     const html = consentPage({
       clientName: s.authz.client.name,
       userHandle: user.handle,
-      scopes: scope.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
+      scopes: scope.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name as Scope] ?? name })),
       fields: { ...s.authz.carried, [CSRF_FIELD]: token, [TICKET_FIELD]: ticket },
     });
     return sendPage(s.reply, 200, html, s.authz.redirectUri, this.authOrigin);
