@@ -69,6 +69,9 @@ describeBrowser('interactive docs in a real browser', () => {
     expect(dom).toContain('Atrium API');
     expect(dom).toContain('/api/v2/orders');
     expect(dom).toContain('/v1/users/{user_id}');
+    // No top bar: its URL field had no label, its logo no alt text and its theme toggle no name.
+    expect(dom).not.toContain('download-url-input');
+    expect(dom).not.toContain('class="topbar');
     expect({ foreign, failed, errors }).toEqual({ foreign: [], failed: [], errors: [] });
   }, 90_000);
 
