@@ -5,6 +5,7 @@ import { visiblePostsSql } from './post-visibility.js';
 import type { Viewer } from './user-policies.js';
 import type { CoreDeps } from './context.js';
 import type { Problems } from './errors.js';
+import { searchTokens } from './search.js';
 import { checkText } from './validate.js';
 
 export const MAX_TAGS_PER_POST = 20;
@@ -86,6 +87,14 @@ export class TagService {
       .execute();
     for (const row of rows) out.get(row.post_id)?.push(row.tag_name);
     return out;
+  }
+
+  /**
+   * The tags a search for `query` names: each of its words, and the whole query as one tag name, so
+   * that tags a word search cannot spell (`c++`, `node.js`, `machine learning`) are found as typed.
+   */
+  matching(viewer: Viewer, query: string): Promise<Map<string, Tag>> {
+    return this.getMany(viewer, [...searchTokens(query), query]);
   }
 
   /**

@@ -2,7 +2,6 @@ import type { Comment } from '../../domain/comments.js';
 import type { PageArgs } from '../../domain/connection.js';
 import type { Post } from '../../domain/posts.js';
 import type { SearchHit } from '../../domain/search.js';
-import { searchTokens } from '../../domain/search.js';
 import type { GraphQLContext } from '../context.js';
 import { graphQLError, toGraphQLError, viaCore } from '../errors.js';
 import { actorOf, payload, viewerOf } from './support.js';
@@ -68,7 +67,7 @@ export const contentResolvers = {
     search: (_: unknown, args: { query: string }, ctx: GraphQLContext) => searchObjects(ctx, args.query),
     searchAll: async (_: unknown, args: { query: string }, ctx: GraphQLContext) => {
       const [tags, objects] = await Promise.all([
-        viaCore(() => ctx.services.core.tags.getMany(viewerOf(ctx), searchTokens(args.query))),
+        viaCore(() => ctx.services.core.tags.matching(viewerOf(ctx), args.query)),
         searchObjects(ctx, args.query),
       ]);
       return [...tags.values(), ...objects];

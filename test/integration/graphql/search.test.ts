@@ -53,6 +53,32 @@ describe('GraphQL search and node', () => {
     expect(missing.errors).toHaveLength(1);
   });
 
+  it('searchAll finds a tag by its words and by its whole name, punctuation and spaces included', async () => {
+    const actor = { id: alice.userId, kind: 'user' as const, role: 'member' as const };
+    const post = await s.atrium.services.core.posts.create(actor, {
+      title: 'Tagged',
+      body: 'Tagged',
+      authorId: alice.userId,
+      tags: ['c++', 'node.js', 'machine learning'],
+    });
+    const tags = async (q: string) => {
+      const res = await s.gql(
+        'query($q: String!) { searchAll(query: $q) { __typename ... on Tag { name postCount } } }',
+        { q },
+        alice.headers,
+      );
+      expect(res.errors, q).toBeUndefined();
+      return (res.data!.searchAll as Array<{ __typename: string; name?: string }>)
+        .filter((h) => h.__typename === 'Tag')
+        .map((h) => h.name);
+    };
+    expect(await tags('C++')).toEqual(['c++']);
+    expect(await tags('node.js')).toEqual(['node.js']);
+    expect(await tags('Machine  Learning')).toEqual(['machine learning']);
+    expect(await tags('zebracorn')).toEqual(['zebracorn']);
+    await s.atrium.services.core.posts.delete(actor, post.id);
+  });
+
   it('finds words written with punctuation, decomposed text and İ as typed, on both engines', async () => {
     // Until migration 0011, PostgreSQL kept `alice@example.org`, `README.md`, `node.js` and
     // `john-2024` as single lexemes the query never matched, and missed NFD text and İ.
