@@ -19,38 +19,13 @@ import { createCore } from '../src/domain/core.js';
 import { CursorCodec } from '../src/domain/cursor.js';
 import { DomainBus } from '../src/events/bus.js';
 import { openStore } from '../src/store/store.js';
+import { childPagesSeed, SEED_TIME } from './child-pages-seed.js';
 
 const admin = process.argv[2] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const name = process.argv[3] ?? 'atrium_bench_child_pages';
-const T = '2026-01-01T00:00:00.000Z';
+const T = SEED_TIME;
 
-/**
- * Ids are time-ordered, so a parent's rows sit together in id order, and a few parents hold a
- * large share of their table. 3 organizations (5 members; 19,995, usr_6 to usr_20000; the rest of
- * 100,000 users). 50,000 posts, user 1 wrote every 5th of the first 20,000 (4,000). 500,000
- * comments in 10 blocks of 50,000: in block b every other comment is on post b+1 (25,000 each),
- * the rest on posts 11 to 50,000 (about 5 each).
- */
-export const SEED = [
-  `INSERT INTO organizations VALUES ('org_small', 'Small', '${T}', '${T}'), ('org_mid', 'Mid', '${T}', '${T}'),
-     ('org_big', 'Big', '${T}', '${T}')`,
-  `INSERT INTO users (id, organization_id, handle, email, role, created_at, updated_at)
-   SELECT 'usr_' || lpad(i::text, 26, '0'),
-     CASE WHEN i <= 5 THEN 'org_small' WHEN i <= 20000 THEN 'org_mid' ELSE 'org_big' END,
-     'u' || i, 'u' || i || '@x.test', 'member', '${T}', '${T}'
-   FROM generate_series(1, 100000) i`,
-  `INSERT INTO posts (id, author_id, title, body, published_at, created_at, updated_at)
-   SELECT 'pst_' || lpad(i::text, 26, '0'),
-     'usr_' || lpad((CASE WHEN i % 5 = 0 AND i <= 20000 THEN 1 ELSE 2 + i % 999 END)::text, 26, '0'),
-     'Post ' || i, 'Body ' || i, '${T}', '${T}', '${T}'
-   FROM generate_series(1, 50000) i`,
-  `INSERT INTO comments (id, post_id, author_id, body, created_at, updated_at)
-   SELECT 'cmt_' || lpad(i::text, 26, '0'),
-     'pst_' || lpad((CASE WHEN i % 2 = 0 THEN 1 + i / 50000 ELSE 11 + (i::bigint * 7919) % 49990 END)::text, 26, '0'),
-     'usr_' || lpad((1 + i % 1000)::text, 26, '0'), 'c', '${T}', '${T}'
-   FROM generate_series(0, 499999) i`,
-  'ANALYZE',
-];
+const SEED = childPagesSeed(5);
 
 const pad = (prefix: string, n: number) => prefix + String(n).padStart(26, '0');
 

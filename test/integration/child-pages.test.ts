@@ -6,13 +6,14 @@ import { testDialect } from '../helpers/database.js';
 import { StatementGate } from '../helpers/statement-gate.js';
 import { membersOf } from '../../src/domain/connection-reads.js';
 import type { Connection, PageArgs } from '../../src/domain/connection.js';
+import { childPagesSeed, SEED_TIME } from '../../bench/child-pages-seed.js';
 
 /**
  * Pages under a parent (a post's comments, an author's posts, an organization's members) read
  * after or before a cursor: `ChildList.fetch` in `src/domain/child-lists.ts`.
  */
 
-const T = '2026-01-01T00:00:00.000Z';
+const T = SEED_TIME;
 const pad = (prefix: string, n: number) => prefix + String(n).padStart(26, '0');
 
 interface PlanNode {
@@ -48,33 +49,8 @@ function lists(atrium: TestAtrium) {
 }
 type Table = keyof ReturnType<typeof lists>;
 
-/**
- * The seed of bench/child-pages.ts (bench/README.md, "Pages under a parent") at a fifth of its size: ids are
- * time-ordered, so the rows of one parent sit together in id order, and a few parents hold a large
- * share of their table (5% of the comments, 8% of the posts, 20% of the users), enough for
- * PostgreSQL's statistics to name them. Ten comment blocks of 10,000: in block b every other comment
- * is on post b+1, the rest on posts 11 to 10,000.
- */
-const SEED = [
-  `INSERT INTO organizations VALUES ('org_small', 'Small', '${T}', '${T}'), ('org_mid', 'Mid', '${T}', '${T}'),
-     ('org_big', 'Big', '${T}', '${T}')`,
-  `INSERT INTO users (id, organization_id, handle, email, role, created_at, updated_at)
-   SELECT 'usr_' || lpad(i::text, 26, '0'),
-     CASE WHEN i <= 5 THEN 'org_small' WHEN i <= 4000 THEN 'org_mid' ELSE 'org_big' END,
-     'u' || i, 'u' || i || '@x.test', 'member', '${T}', '${T}'
-   FROM generate_series(1, 20000) i`,
-  `INSERT INTO posts (id, author_id, title, body, published_at, created_at, updated_at)
-   SELECT 'pst_' || lpad(i::text, 26, '0'),
-     'usr_' || lpad((CASE WHEN i % 5 = 0 AND i <= 4000 THEN 1 ELSE 2 + i % 999 END)::text, 26, '0'),
-     'Post ' || i, 'Body ' || i, '${T}', '${T}', '${T}'
-   FROM generate_series(1, 10000) i`,
-  `INSERT INTO comments (id, post_id, author_id, body, created_at, updated_at)
-   SELECT 'cmt_' || lpad(i::text, 26, '0'),
-     'pst_' || lpad((CASE WHEN i % 2 = 0 THEN 1 + i / 10000 ELSE 11 + (i::bigint * 7919) % 9990 END)::text, 26, '0'),
-     'usr_' || lpad((1 + i % 1000)::text, 26, '0'), 'c', '${T}', '${T}'
-   FROM generate_series(0, 99999) i`,
-  'ANALYZE',
-];
+/** The seed of bench/child-pages.ts (bench/README.md, "Pages under a parent") at a fifth of its size. */
+const SEED = childPagesSeed(1);
 
 describe.skipIf(testDialect() !== 'postgres')('pages under a parent range its (parent, id) index', () => {
   const gate = new StatementGate();
