@@ -306,6 +306,21 @@ describe('gRPC users.v1.UserService: GetUser and UpdateUser', () => {
       expect((await atrium.services.core.users.get(member.userId)).name).toBe('Ada Lovelace');
     });
 
+    it('refuses an email holding an invisible character, which would show as another address', async () => {
+      const before = (await atrium.services.core.users.get(member.userId)).email;
+      const { error } = await unary(
+        client,
+        'UpdateUser',
+        { user_id: member.userId, email: `x\u200b${before}`, update_mask: { paths: ['email'] } },
+        admin.headers,
+      );
+      expect(error?.code).toBe(status.INVALID_ARGUMENT);
+      expect(richStatus(error!).fieldViolations.map((v) => [v.field, v.reason])).toEqual([
+        ['email', 'invalid_format'],
+      ]);
+      expect((await atrium.services.core.users.get(member.userId)).email).toBe(before);
+    });
+
     it('reports the request problems and the value problems together, once each', async () => {
       const { error } = await unary(
         client,
