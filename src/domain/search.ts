@@ -5,6 +5,7 @@ import { checkText } from './validate.js';
 import { commentsOfVisiblePostsSql, visiblePostsSql } from './post-visibility.js';
 import { maySearchUsers, type Viewer } from './user-policies.js';
 import { readCancellable } from '../store/cancellable.js';
+import { USERS_SEARCH_VECTOR } from '../store/migrations/0011_search_tokens.js';
 import { currentRequestScope } from './request-scope.js';
 
 export type SearchKind = 'user' | 'post' | 'comment';
@@ -138,12 +139,10 @@ export function sqliteSearchQuery(tokens: readonly string[], limit: number, visi
 }
 
 /**
- * The expression of the users' GIN index (migration 0011), word for word: the planner uses the
- * index only for the same expression. Handle and names in NFC, ASCII punctuation made spaces.
+ * The expression of the users' GIN index, from the migration that made it: the planner uses the
+ * index only for the very same expression.
  */
-const USER_VECTOR = sql.raw(
-  `to_tsvector('simple', translate(normalize(handle || ' ' || coalesce(first_name, '') || ' ' || coalesce(last_name, ''), NFC), '!"#$%&''()*+,-./:;<=>?@[\\]^_\`{|}~', '${' '.repeat(32)}'))`,
-);
+const USER_VECTOR = sql.raw(USERS_SEARCH_VECTOR);
 
 /**
  * Posts and comments match and rank on their stored `search_vector` (migrations 0009 and 0011), so
