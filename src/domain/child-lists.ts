@@ -67,6 +67,9 @@ export interface ChildListSpec<T extends keyof Children> {
  * One list under a parent, paged by `paginate` one parent at a time and in batches of first pages
  * (data loaders), so posts and comments follow the same paging rules and the same two queries.
  */
+/** Whether `db` (a connection or a transaction) talks to PostgreSQL: the two engines' plans differ. */
+const onPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
 export class ChildList<T extends keyof Children> {
   constructor(readonly spec: ChildListSpec<T>) {}
 
@@ -101,7 +104,7 @@ export class ChildList<T extends keyof Children> {
     if (restrict) q = q.where(restrict);
     for (const b of bounds) q = q.where(id, b.op, b.id);
     if (parentId !== undefined) {
-      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+      if (onPostgres(db)) {
         q = q.where(column, '>=', parentId).where(column, '<=', parentId).orderBy(column, order);
       } else {
         q = q.where(column, '=', parentId);
@@ -185,7 +188,7 @@ export class ChildList<T extends keyof Children> {
     restrict?: Restriction,
   ): Promise<Children[T]['row'][]> {
     const { table, parent, order }: { table: string; parent: string; order: Order } = this.spec;
-    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    const postgres = onPostgres(db);
     if (!postgres && ids.length > SQLITE_TERMS) {
       const parts = [];
       for (let i = 0; i < ids.length; i += SQLITE_TERMS)
