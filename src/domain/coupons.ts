@@ -23,12 +23,16 @@ export interface CreateCouponInput {
   amountOffCents?: number | null | undefined;
 }
 
-const CODE = /^[A-Z0-9][A-Z0-9_-]{0,63}$/;
+const CODE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
-/** The stored form of a code, or null when it cannot be a code at all. */
+/**
+ * The stored form of a code, or null when it cannot be a code at all. The letters are checked
+ * before upper-casing: Unicode's upper case maps some non-ASCII letters onto ASCII (dotless `ı`
+ * and long `ſ` become `I` and `S`, `ß` becomes `SS`), which would let `wınter` redeem WINTER.
+ */
 export function normaliseCouponCode(code: string): string | null {
-  const upper = code.trim().toUpperCase();
-  return CODE.test(upper) ? upper : null;
+  const trimmed = code.trim();
+  return CODE.test(trimmed) ? trimmed.toUpperCase() : null;
 }
 
 /** Percentages round half up to whole cents; a fixed amount never takes more than the subtotal. */

@@ -3,7 +3,7 @@ import { isAdmin } from './actor.js';
 import { iso } from './clock.js';
 import type { CoreDeps, Tx } from './context.js';
 import { inGivenTransaction, inTransaction } from './context.js';
-import type { Coupon, CouponService } from './coupons.js';
+import { type Coupon, type CouponService, normaliseCouponCode } from './coupons.js';
 import { conflict, DomainError, forbidden, notFound, preconditionFailed, Problems } from './errors.js';
 import type { OrderStatus } from '../store/types.js';
 import { checkFirst, type Connection, lazyCount, lazyEdge, pageInfoOf } from './connection.js';
@@ -485,7 +485,7 @@ export class OrderService {
 
   private async couponFor(tx: Tx, code: string | null, current: string | null): Promise<Coupon | null> {
     if (code === null) return null;
-    if (current !== null && code.trim().toUpperCase() === current) {
+    if (current !== null && normaliseCouponCode(code) === current) {
       return (await this.coupons.find(tx.db, current)) ?? null;
     }
     return this.coupons.resolve(tx.db, code);

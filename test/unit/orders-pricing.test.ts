@@ -74,6 +74,14 @@ describe('coupon codes', () => {
     expect(normaliseCouponCode('-X')).toBeNull();
     expect(normaliseCouponCode('A'.repeat(65))).toBeNull();
   });
+
+  it('refuse letters that upper-case onto ASCII, rather than redeem the ASCII code', () => {
+    expect(normaliseCouponCode('w\u0131nter')).toBeNull(); // dotless i: WINTER
+    expect(normaliseCouponCode('\u017fale')).toBeNull(); // long s: SALE
+    expect(normaliseCouponCode('gro\u00df')).toBeNull(); // sharp s: GROSS
+    expect(normaliseCouponCode('\ufb00')).toBeNull(); // ligature ff: FF
+    expect(normaliseCouponCode('winter')).toBe('WINTER');
+  });
 });
 
 describe('order input checks in the core (for every surface)', () => {

@@ -198,6 +198,13 @@ describe('POST /api/v2/orders', () => {
         'coupon_code',
         'invalid_format',
       ],
+      [
+        // "ﬀ" upper-cases to "FF": read as TENOFF, it took 10 % off until the letters were checked first.
+        'coupon whose upper case is an existing ASCII code',
+        () => orderBody(cat, { coupon_code: 'teno\ufb00' }),
+        'coupon_code',
+        'invalid_format',
+      ],
       ['unknown top-level field', () => orderBody(cat, { status: 'SHIPPED' }), 'status', 'unknown_field'],
     ];
     it.each(cases)('%s', async (_name, body, field, code) => {
