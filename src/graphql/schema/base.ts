@@ -1,3 +1,5 @@
+import { DATE_TIME_DESCRIPTION } from '../scalars.js';
+
 /**
  * The federation link, the scalar and the shared abstractions. Each area adds its fields with
  * `extend type Query` / `extend type Mutation` in a file of its own.
@@ -5,10 +7,7 @@
 export const baseTypeDefs = /* GraphQL */ `
   extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key", "@shareable"])
 
-  """
-  A point in time: an ISO 8601 string in UTC with milliseconds, such as "2026-11-01T09:30:00.000Z".
-  Inputs must carry a zone (Z or an offset) and are converted to UTC.
-  """
+  """${DATE_TIME_DESCRIPTION}"""
   scalar DateTime
 
   "Read operations."

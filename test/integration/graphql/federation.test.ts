@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
 import { ApolloGateway, IntrospectAndCompose, RemoteGraphQLDataSource } from '@apollo/gateway';
-import { parse } from 'graphql';
+import {
+  buildClientSchema,
+  getIntrospectionQuery,
+  type IntrospectionQuery,
+  isEnumType,
+  isInputObjectType,
+  isInterfaceType,
+  isObjectType,
+  Kind,
+  parse,
+} from 'graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { codes, type GraphQLServer, graphQLServerForSuite } from './support.js';
 
@@ -34,6 +44,54 @@ describe('GraphQL federation: Atrium as a subgraph', () => {
       expect(sdl).toMatch(new RegExp(`type ${type} implements [^{]*@key\\(fields: "id"\\)`));
     }
     expect(sdl).toContain('@deprecated(reason: "Use handle.")');
+  });
+
+  it('every description in _service { sdl } is the one introspection gives (codegen and GraphiQL read the latter)', async () => {
+    const sdl = ((await s.gql('{ _service { sdl } }')).data!._service as { sdl: string }).sdl;
+    const introspected = await s.gql(getIntrospectionQuery());
+    const schema = buildClientSchema(introspected.data as unknown as IntrospectionQuery);
+    const seen: string[] = [];
+    const differing: string[] = [];
+    const compare = (where: string, inSdl: string | undefined, live: string | null | undefined) => {
+      if (inSdl === undefined) return;
+      seen.push(where);
+      if (inSdl !== live)
+        differing.push(`${where}: sdl ${JSON.stringify(inSdl)} / introspection ${JSON.stringify(live)}`);
+    };
+    for (const def of parse(sdl).definitions) {
+      if (!('name' in def) || def.name === undefined) continue;
+      const type = schema.getType(def.name.value);
+      if (!type) continue; // federation's own definitions that introspection does not list
+      if ('description' in def) compare(type.name, def.description?.value, type.description);
+      if (
+        'fields' in def &&
+        def.fields &&
+        (isObjectType(type) || isInterfaceType(type) || isInputObjectType(type))
+      ) {
+        const fields = type.getFields();
+        for (const field of def.fields) {
+          const live = fields[field.name.value];
+          compare(`${type.name}.${field.name.value}`, field.description?.value, live?.description);
+          if (field.kind === Kind.FIELD_DEFINITION && live && 'args' in live)
+            for (const arg of field.arguments ?? [])
+              compare(
+                `${type.name}.${field.name.value}(${arg.name.value})`,
+                arg.description?.value,
+                live.args.find((a) => a.name === arg.name.value)?.description,
+              );
+        }
+      }
+      if ('values' in def && def.values && isEnumType(type))
+        for (const value of def.values)
+          compare(
+            `${type.name}.${value.name.value}`,
+            value.description?.value,
+            type.getValue(value.name.value)?.description,
+          );
+    }
+    expect(seen).toContain('DateTime');
+    expect(seen.length).toBeGreaterThan(100);
+    expect(differing).toEqual([]);
   });
 
   it('_entities resolves each entity through the loaders; unknown or not-owned ones are null', async () => {
