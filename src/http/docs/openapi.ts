@@ -1,4 +1,5 @@
 import type { Config } from '../../config/schema.js';
+import { STORE_RETRY_AFTER_SECONDS } from '../../store/errors.js';
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, CORS_METHODS } from '../cors.js';
 import { SECURITY_HEADERS } from '../plugins/request-context.js';
 import { ErrorBodySchema, ErrorDetailSchema } from '../rest/common-schemas.js';
@@ -28,6 +29,18 @@ const RATE_LIMIT_HEADERS: Record<string, { description: string; schema: Json }> 
 const RETRY_AFTER = {
   description: 'Whole seconds (at least 1) until the oldest counted request leaves the window.',
   schema: { type: 'integer', minimum: 1 },
+};
+
+/** A 503 for a database outage (src/http/errors.ts); a timed-out or draining answer has none. */
+const UNAVAILABLE_RETRY_AFTER = {
+  description: `Whole seconds to wait before retrying (${STORE_RETRY_AFTER_SECONDS}): sent when the database is unreachable.`,
+  schema: { type: 'integer', minimum: 1 },
+};
+
+/** On the 415 for a body sent with a Content-Encoding (src/http/content-encoding.ts): send it unencoded. */
+const ACCEPT_ENCODING = {
+  description: '`identity`: no route decodes gzip, br or any other content coding; send the body as it is.',
+  schema: { type: 'string', const: 'identity' },
 };
 
 /** Set on every answer by the request-context plugin (src/http/plugins/request-context.ts). */
@@ -190,6 +203,8 @@ export function openapiBase(config: Config, version: string): Json {
       headers: {
         ...RATE_LIMIT_HEADERS,
         'Retry-After': RETRY_AFTER,
+        UnavailableRetryAfter: UNAVAILABLE_RETRY_AFTER,
+        'Accept-Encoding': ACCEPT_ENCODING,
         'X-Request-Id': REQUEST_ID,
         Vary: VARY,
         'WWW-Authenticate': CHALLENGE,
@@ -298,9 +313,19 @@ function finishRestOperation(method: string, operation: Json, responses: Record<
   if (operation.requestBody !== undefined || BODY_METHODS.has(method)) {
     responses['413'] ??= errorResponse('The request body is larger than the limit (`payload_too_large`).');
     responses['415'] ??= errorResponse(
-      'The request body is not `application/json` (`unsupported_media_type`).',
+      'The request body is not `application/json`, or is sent with a `Content-Encoding` (`unsupported_media_type`).',
+    );
+    ((responses['415'].headers ??= {}) as Json)['Accept-Encoding'] = headerRef('Accept-Encoding');
+    responses['408'] ??= errorResponse(
+      'The request body did not all arrive within `REQUEST_TIMEOUT_MS` (`request_timeout`); the connection is closed.',
     );
   }
+  // Any route, before or after the caller is known (src/http/errors.ts, src/http/drain.ts).
+  responses['503'] ??= errorResponse(
+    '`service_unavailable`: no answer within `REQUEST_TIMEOUT_MS`, the process is shutting down, or the ' +
+      'database is unreachable (then with `Retry-After`). Retry.',
+  );
+  ((responses['503'].headers ??= {}) as Json)['Retry-After'] = headerRef('UnavailableRetryAfter');
   if (!isSecured(operation)) return;
   responses['401'] ??= errorResponse(
     'Missing, invalid or revoked credentials (`invalid_api_key`, `invalid_token`, `token_expired`).',

@@ -365,6 +365,30 @@ describe('OpenAPI document and docs pages', () => {
     expect(tooLarge.statusCode).toBe(413);
   });
 
+  it("documents 503 (Retry-After for an outage) on every REST operation, 408 beside 413 and 415, and the 415's Accept-Encoding", () => {
+    // Every route answers 503 past REQUEST_TIMEOUT_MS, while draining or in a database outage;
+    // until 2026-11-29 no operation declared it, so generated clients had no type for the answer.
+    const rest = operations(doc).filter(({ op }) => !isTokenServer(op));
+    expect(rest.length).toBeGreaterThan(40);
+    for (const { path, method, op } of rest) {
+      const where = `${method} ${path}`;
+      const unavailable = op.responses['503'];
+      expect(unavailable?.description, where).toMatch(/service_unavailable/);
+      expect(unavailable.content['application/json'].schema, where).toEqual({
+        $ref: '#/components/schemas/ErrorBody',
+      });
+      expect(unavailable.headers['Retry-After'], where).toEqual({
+        $ref: '#/components/headers/UnavailableRetryAfter',
+      });
+      if (op.requestBody === undefined) continue;
+      expect(op.responses['408']?.description, where).toMatch(/request_timeout/);
+      expect(op.responses['415'].headers['Accept-Encoding'], where).toEqual({
+        $ref: '#/components/headers/Accept-Encoding',
+      });
+    }
+    expect(doc.components.headers['Accept-Encoding'].schema).toEqual({ type: 'string', const: 'identity' });
+  });
+
   it('describes errors with the one ErrorBody component', () => {
     const responses = doc.paths['/v1/users/{user_id}'].patch.responses;
     for (const status of ['400', '403', '404', '409', '500']) {
