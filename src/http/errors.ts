@@ -152,7 +152,7 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
     segments.push(issue.params.additionalProperty);
   }
   const field = segments.reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : acc ? `${acc}.${s}` : s), '');
-  const code = KEYWORD_CODES[issue.keyword] ?? 'invalid';
+  let code = KEYWORD_CODES[issue.keyword] ?? 'invalid';
   let message = issue.message ?? 'is invalid';
   if (issue.keyword === 'enum' && Array.isArray(issue.params.allowedValues)) {
     message = `must be one of ${(issue.params.allowedValues as unknown[]).join(', ')}`;
@@ -162,7 +162,9 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
     typeof issue.params.pattern === 'string' &&
     issue.params.pattern.endsWith(NOT_BLANK)
   ) {
+    // The core's words and code for the same rule (checkText, checkName): one answer on every surface.
     message = 'must not be blank';
+    code = 'range_error';
   }
   const where = field === '' ? (context ?? 'request') : field;
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };

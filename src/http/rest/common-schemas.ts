@@ -1,11 +1,21 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 
 /**
- * "Not blank" as a request schema says it: a character other than white space and invisible format
- * characters (the core's isBlank). A refusal by it reads "must not be blank", as the core's does,
- * not as the pattern (src/http/errors.ts).
+ * The format characters (Unicode's Cf) of the Basic Multilingual Plane, as `\u` escapes: what a
+ * pattern that every regex dialect reads can name. `\p{Cf}` needs ECMAScript's `u` flag, which
+ * clients generated from the document do not set (Python's `re` refuses it outright); the 127
+ * format characters above U+FFFF (tag characters and the like) are left to the core's isBlank.
  */
-export const NOT_BLANK = '[^\\s\\p{Cf}]';
+export const BMP_FORMAT_CHARACTERS =
+  '\\u00AD\\u0600-\\u0605\\u061C\\u06DD\\u070F\\u0890-\\u0891\\u08E2\\u180E\\u200B-\\u200F' +
+  '\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u206F\\uFEFF\\uFFF9-\\uFFFB';
+
+/**
+ * "Not blank" as a request schema says it: a character other than white space and invisible format
+ * characters (the core's isBlank, which also decides the rare ones above U+FFFF). A refusal by it
+ * reads "must not be blank", as the core's does, not as the pattern (src/http/errors.ts).
+ */
+export const NOT_BLANK = `[^\\s${BMP_FORMAT_CHARACTERS}]`;
 
 /** The spec's REST error body; every error response of every route is described with it. */
 export const ErrorDetailSchema = Type.Object(

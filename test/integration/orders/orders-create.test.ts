@@ -177,7 +177,7 @@ describe('POST /api/v2/orders', () => {
         'blank city',
         () => orderBody(cat, { shipping_address: { ...orderBody(cat).shipping_address, city: '   ' } }),
         'shipping_address.city',
-        'invalid_format',
+        'range_error',
       ],
       [
         'lower-case country',
