@@ -23,7 +23,14 @@ export interface CreateCouponInput {
   amountOffCents?: number | null | undefined;
 }
 
-const CODE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/**
+ * What a code a client sends may be, as a pattern every regex dialect reads (surfaces publish it:
+ * REST's schema): ASCII letters, digits, `_` and `-`, with white space around it ignored.
+ */
+export const COUPON_CODE_PATTERN = '^\\s*[A-Za-z0-9][A-Za-z0-9_-]{0,63}\\s*$';
+export const COUPON_CODE_RULE =
+  'must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit';
+const CODE = new RegExp(COUPON_CODE_PATTERN);
 
 /**
  * The stored form of a code, or null when it cannot be a code at all. The letters are checked
@@ -31,8 +38,7 @@ const CODE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
  * and long `ſ` become `I` and `S`, `ß` becomes `SS`), which would let `wınter` redeem WINTER.
  */
 export function normaliseCouponCode(code: string): string | null {
-  const trimmed = code.trim();
-  return CODE.test(trimmed) ? trimmed.toUpperCase() : null;
+  return CODE.test(code) ? code.trim().toUpperCase() : null;
 }
 
 /** Percentages round half up to whole cents; a fixed amount never takes more than the subtotal. */
@@ -50,7 +56,7 @@ export class CouponService {
     const problems = new Problems();
     const code = typeof input.code === 'string' ? normaliseCouponCode(input.code) : null;
     if (code === null) {
-      problems.add('code', 'code must be 1 to 64 letters, digits, "_" or "-"', 'invalid_format');
+      problems.add('code', `code ${COUPON_CODE_RULE}`, 'invalid_format');
     }
     const percent = input.percentOff ?? null;
     const amount = input.amountOffCents ?? null;

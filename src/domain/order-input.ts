@@ -1,6 +1,6 @@
 import type { OrderStatus } from '../store/types.js';
 import { Problems } from './errors.js';
-import { normaliseCouponCode } from './coupons.js';
+import { COUPON_CODE_RULE, normaliseCouponCode } from './coupons.js';
 import { isCountryCode } from './order-countries.js';
 import {
   CURRENCIES,
@@ -64,11 +64,7 @@ function checkAddress(problems: Problems, address: ShippingAddress | undefined):
 function checkCoupon(problems: Problems, code: string | null | undefined): void {
   if (code === undefined || code === null) return;
   if (typeof code !== 'string' || normaliseCouponCode(code) === null) {
-    problems.add(
-      'couponCode',
-      'couponCode must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit',
-      'invalid_format',
-    );
+    problems.add('couponCode', `couponCode ${COUPON_CODE_RULE}`, 'invalid_format');
   }
 }
 

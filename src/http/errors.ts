@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { COUPON_CODE_PATTERN, COUPON_CODE_RULE } from '../domain/coupons.js';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
@@ -166,6 +167,8 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
     message = 'must not be blank';
     code = 'range_error';
   }
+  // A coupon code's pattern is the core's own (coupons.ts): so are its words.
+  if (issue.keyword === 'pattern' && issue.params.pattern === COUPON_CODE_PATTERN) message = COUPON_CODE_RULE;
   const where = field === '' ? (context ?? 'request') : field;
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };
 }

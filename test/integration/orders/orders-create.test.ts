@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COUPON_CODE_PATTERN, COUPON_CODE_RULE } from '../../../src/domain/coupons.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
 import {
   type Catalogue,
@@ -216,6 +217,22 @@ describe('POST /api/v2/orders', () => {
       expect(json.request_id).toBe(res.headers['x-request-id']);
       expect(json.details).toContainEqual(expect.objectContaining({ field, code }));
       expect(await orderCount()).toBe(before);
+    });
+
+    it("a coupon code is refused by the pattern the document publishes, in the core's words", async () => {
+      const doc = await request(atrium, 'GET', '/openapi.json', member);
+      // The document's text: the pattern, as JSON writes it, wherever the body schema sits.
+      expect(JSON.stringify(doc.json())).toContain(JSON.stringify(COUPON_CODE_PATTERN));
+      for (const code of ['TEN OFF', 'teno\ufb00', '-X']) {
+        const res = await post(orderBody(cat, { coupon_code: code }));
+        expect(res.statusCode, code).toBe(400);
+        expect(res.json().details, code).toEqual([
+          { field: 'coupon_code', message: `coupon_code ${COUPON_CODE_RULE}`, code: 'invalid_format' },
+        ]);
+      }
+      const padded = await post(orderBody(cat, { coupon_code: ' tenoff ' }));
+      expect(padded.statusCode).toBe(201);
+      expect(padded.json().coupon_code).toBe('TENOFF');
     });
 
     it('malformed JSON', async () => {

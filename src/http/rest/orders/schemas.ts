@@ -1,6 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { CURRENCIES, MAX_ITEMS, MAX_QUANTITY } from '../../../domain/order-model.js';
 import { ORDER_STATUSES } from '../../../domain/order-state.js';
+import { COUPON_CODE_PATTERN } from '../../../domain/coupons.js';
 import { CursorQuery, ErrorBodySchema, LimitQuery, NOT_BLANK } from '../common-schemas.js';
 
 export { IdempotencyHeaders } from '../common-schemas.js';
@@ -36,6 +37,7 @@ const CouponCodeSchema = Type.Unsafe<string | null>({
   type: ['string', 'null'],
   minLength: 1,
   maxLength: 64,
+  pattern: COUPON_CODE_PATTERN,
   description: 'Coupon code, case-insensitive; null for none.',
 });
 
