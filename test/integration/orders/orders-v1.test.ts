@@ -128,15 +128,6 @@ describe('/api/v1 orders: the deprecated version', () => {
       ],
       ['400 for a bad limit', 'GET', '/api/v1/orders?limit=0', 'owner', undefined, 400, '/api/v2/orders'],
       ['400 for a bad body', 'POST', '/api/v1/orders', 'owner', { items: [] }, 400, '/api/v2/orders'],
-      [
-        '404 for an unknown v1 path',
-        'GET',
-        '/api/v1/widgets/7',
-        'owner',
-        undefined,
-        404,
-        '/api/v2/widgets/7',
-      ],
     ] as const)('%s', async (_name, method, url, who, body, status, successor) => {
       const headers = who === 'owner' ? shop.owner : {};
       const res = await request(shop.atrium, method, url, headers, body);
@@ -186,6 +177,19 @@ describe('/api/v1 orders: the deprecated version', () => {
     } finally {
       await cors.stop();
     }
+  });
+
+  it('a path no route serves is deprecated still but names no successor; a 405 keeps its link', async () => {
+    for (const url of ['/api/v1/nope', '/api/v1/orders/x/nope', '/api/v1']) {
+      const res = await request(shop.atrium, 'GET', url, shop.owner);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.headers.deprecation, url).toBe('true');
+      expect(res.headers.sunset, url).toBe(SUNSET);
+      expect(res.headers.link, url).toBeUndefined();
+    }
+    const wrongMethod = await request(shop.atrium, 'PUT', '/api/v1/orders', shop.owner, {});
+    expect(wrongMethod.statusCode).toBe(405);
+    expectDeprecated(wrongMethod, '/api/v2/orders');
   });
 
   it('the successor link keeps the path encoded', async () => {

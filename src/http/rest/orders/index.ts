@@ -24,7 +24,13 @@ export function registerV1Deprecation(app: FastifyInstance, sunset: Date): void 
   // Callback style: no promise and microtask on every response, v2 included.
   app.addHook('onSend', (request, reply, payload, done) => {
     const headers = v1DeprecationHeaders(request.url, sunset);
-    if (headers) reply.headers(headers);
+    if (headers) {
+      // A path no route serves has no v2 twin to name: deprecated still, but no successor link.
+      // (A 405 names a path that exists, with other methods; it keeps its link.)
+      if (request.is404 && reply.statusCode === 404) {
+        reply.headers({ deprecation: headers.deprecation, sunset: headers.sunset });
+      } else reply.headers(headers);
+    }
     done(null, payload);
   });
 }
