@@ -58,6 +58,7 @@ export function rateLimitStep(
       health.degraded('rate_limiter', 'rate limits fail open (requests are not limited)', err, request.log);
       return;
     }
+    health.served('rate_limiter');
     const headers = rateLimitHeaders(decision);
     reply.headers(headers);
     if (decision.allowed) return;

@@ -69,6 +69,8 @@ export class BruteForceGuard {
           ? []
           : [this.limiter.hit(this.idKey(identifier), id.limit, id.windowSeconds)]),
       ]);
+      // Counting is what degrades; its own success (not a peek's or a reset's) says it is back.
+      this.health?.served(`brute_force_${this.name}`);
     });
   }
 

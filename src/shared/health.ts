@@ -84,6 +84,8 @@ export const REDIS_CALL_TIMEOUT_MS = 500;
 export class SharedStateHealth {
   private readonly failOpen = new Map<string, number>();
   private readonly warned = new Set<string>();
+  /** Components whose last call Redis refused for its user's ACL rules (the connection stays up). */
+  private readonly refused = new Set<string>();
   private log: Log = silent;
   private wasReady = false;
   /** The connection's failure this outage has been logged (ioredis repeats it on every reconnect attempt). */
@@ -230,6 +232,7 @@ export class SharedStateHealth {
     // Redis answered, refusing: its user's ACL rules changed under a running process. Said as what
     // it is, so nobody waits for an outage to end; it lasts until the rules change back.
     if (isPermissionRefusal(err)) {
+      this.refused.add(component);
       this.log.warn(
         fields,
         `Redis denied permission: the user in REDIS_URL may not run a command Atrium needs (its ACL rules); ${what}`,
@@ -237,6 +240,20 @@ export class SharedStateHealth {
       return;
     }
     this.log.warn(fields, `Redis unavailable: ${what}`);
+  }
+
+  /**
+   * A call of `component` went through. After a permission refusal this is how its end shows: the
+   * connection never dropped, so no reconnection says Redis is back. Logged once, and the component
+   * is watched again for the next refusal. (Costs a size check otherwise: it runs on every request.)
+   */
+  served(component: string): void {
+    if (this.refused.size === 0 || !this.refused.delete(component)) return;
+    this.warned.delete(component);
+    this.log.warn(
+      { component },
+      `Redis permits ${component} again: the user in REDIS_URL may run the commands it needs`,
+    );
   }
 
   /** Requests that went ahead without the shared store, by component, since the process started. */
@@ -290,6 +307,7 @@ export class SharedStateHealth {
     }
     this.wasReady = true;
     this.warned.clear();
+    this.refused.clear();
     for (const listener of this.recoveryListeners) listener(afterOutage);
   }
 }

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SharedStateHealth } from '../../src/shared/health.js';
 
@@ -70,5 +70,31 @@ describe('SharedStateHealth.degraded decides how a degraded request is counted a
       ['rate_limiter', 3],
       ['complexity_budget', 3],
     ]);
+  });
+
+  it("after a permission refusal, the component's own next success says so once; another component's does not", () => {
+    redis = new Redis({ lazyConnect: true });
+    const health = new SharedStateHealth(redis);
+    const process = recorder();
+    health.useLogger(process.log);
+    health.served('rate_limiter'); // nothing refused: nothing to say
+    const noperm = new ReplyError("NOPERM User atrium has no permissions to run the 'evalsha' command");
+    health.degraded('rate_limiter', 'rate limits fail open', noperm);
+    health.degraded('rate_limiter', 'rate limits fail open', noperm);
+    health.served('user_cache');
+    expect(process.lines.map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^Redis denied permission: .*rate limits fail open$/),
+    ]);
+    health.served('rate_limiter');
+    health.served('rate_limiter');
+    expect(process.lines.slice(1)).toEqual([
+      {
+        fields: { component: 'rate_limiter' },
+        msg: 'Redis permits rate_limiter again: the user in REDIS_URL may run the commands it needs',
+      },
+    ]);
+    // Watched again: a later refusal is a new line.
+    health.degraded('rate_limiter', 'rate limits fail open', noperm);
+    expect(process.lines).toHaveLength(3);
   });
 });

@@ -49,6 +49,7 @@ export async function spendBudget(
       BUDGET_WINDOW_SECONDS,
       cost,
     );
+    health.served('complexity_budget');
     if (decision.allowed) return undefined;
   } catch (err) {
     health.degraded(

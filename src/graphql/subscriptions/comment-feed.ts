@@ -153,18 +153,21 @@ export class CommentFeed {
     });
     this.stopBridge = bus.on('comment.added', (signal) => {
       const message: CommentAdded = { commentId: signal.commentId, postId: signal.postId };
-      broadcast.publish(CHANNEL, message).catch((err: Error) => {
-        // Not sent again: this instance's subscribers have it all the same, and the other
-        // instances read it from the store once this one can tell them (`announceUnsent`).
-        // Counted and logged once per Redis outage, as the other shared parts are, not once per
-        // comment.
-        this.unsent(idTime(signal.commentId));
-        sharedHealth.degraded(
-          'broadcast',
-          'comment events reach only the GraphQL subscribers of this instance',
-          err,
-        );
-      });
+      broadcast.publish(CHANNEL, message).then(
+        () => sharedHealth.served('broadcast'),
+        (err: Error) => {
+          // Not sent again: this instance's subscribers have it all the same, and the other
+          // instances read it from the store once this one can tell them (`announceUnsent`).
+          // Counted and logged once per Redis outage, as the other shared parts are, not once per
+          // comment.
+          this.unsent(idTime(signal.commentId));
+          sharedHealth.degraded(
+            'broadcast',
+            'comment events reach only the GraphQL subscribers of this instance',
+            err,
+          );
+        },
+      );
     });
   }
 

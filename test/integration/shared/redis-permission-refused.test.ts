@@ -189,6 +189,22 @@ describe('a Redis user that logs in but may not run what Atrium sends', { timeou
 
       await admin.call('ACL', 'SETUSER', 'rotating', '+evalsha', '+eval');
       expect((await orders()).headers.get('x-ratelimit-limit')).toBe('100');
+      // The connection never dropped, so no reconnection closes the episode: the first call that
+      // goes through does, once (until 2026-11-29 nothing said it, and a second refusal went unlogged).
+      expect((await orders()).headers.get('x-ratelimit-limit')).toBe('100');
+      const redisLines = () => log.lines.map((l) => String(l.msg)).filter((m) => m.startsWith('Redis'));
+      expect(redisLines()).toEqual([
+        expect.stringMatching(/^Redis denied permission: .*rate limits fail open/),
+        'Redis permits rate_limiter again: the user in REDIS_URL may run the commands it needs',
+      ]);
+
+      await admin.call('ACL', 'SETUSER', 'rotating', '-evalsha', '-eval');
+      expect((await orders()).headers.get('x-ratelimit-limit')).toBeNull();
+      expect(redisLines()).toHaveLength(3);
+      expect(redisLines()[2]).toMatch(/^Redis denied permission: /);
+      await admin.call('ACL', 'SETUSER', 'rotating', '+evalsha', '+eval');
+      expect((await orders()).headers.get('x-ratelimit-limit')).toBe('100');
+      expect(redisLines()).toHaveLength(4);
     });
   });
 });

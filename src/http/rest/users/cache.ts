@@ -106,7 +106,10 @@ export class CachedUsers implements UserReads {
     const version = `${this.foreignCommits()} `;
     try {
       const cached = await this.cache.get(key);
-      if (cached?.startsWith(version)) return { json: cached.slice(version.length), hit: true };
+      if (cached?.startsWith(version)) {
+        this.health.served('user_cache');
+        return { json: cached.slice(version.length), hit: true };
+      }
     } catch (err) {
       // A cache outage degrades to reading the database, never to an error.
       this.unavailable(err);
@@ -118,9 +121,11 @@ export class CachedUsers implements UserReads {
     try {
       const json = await load();
       if (!read.stale) {
-        await this.cache
-          .set(key, version + json, USER_CACHE_TTL_SECONDS)
-          .catch((err: unknown) => this.unavailable(err));
+        await this.cache.set(key, version + json, USER_CACHE_TTL_SECONDS).then(
+          // A hit or a stored copy: the cache works as a whole again (a GET alone may be allowed).
+          () => this.health.served('user_cache'),
+          (err: unknown) => this.unavailable(err),
+        );
       }
       return { json, hit: false };
     } finally {
