@@ -9,7 +9,10 @@ export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 /**
  * Every request header the service reads: the conditional ones (a page makes conditional reads and
  * writes of an order, docs/rest.md) and X-Request-Id, which a caller may set to follow its request
- * through the logs. One the preflight leaves out makes the browser refuse the call itself.
+ * through the logs; then headers that popular clients add on their own and the service ignores:
+ * Apollo Client's name and version (`new ApolloClient({ name, version })`) and W3C Trace Context
+ * (tracing SDKs such as OpenTelemetry's). One the preflight leaves out makes the browser refuse the
+ * call itself, with nothing for the page to read but "Failed to fetch".
  */
 export const CORS_ALLOWED_HEADERS = [
   'Authorization',
@@ -21,6 +24,10 @@ export const CORS_ALLOWED_HEADERS = [
   'If-None-Match',
   'If-Modified-Since',
   'X-Request-Id',
+  'Apollographql-Client-Name',
+  'Apollographql-Client-Version',
+  'Traceparent',
+  'Tracestate',
 ];
 /** Response headers a browser script may read beyond the CORS-safelisted ones. */
 export const CORS_EXPOSED_HEADERS = [

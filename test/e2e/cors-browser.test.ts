@@ -91,6 +91,19 @@ describeBrowser('cross-origin reads in a real browser', () => {
               headers: { 'content-type': 'application/json', 'x-api-key': key },
               body: JSON.stringify({ query: '{ me { id } }' }),
             }),
+            // What Apollo Client (given a name and version) and a tracing SDK add on their own.
+            graphqlApollo: await read(`${base}/graphql`, {
+              method: 'POST',
+              headers: {
+                'content-type': 'application/json',
+                'x-api-key': key,
+                'apollographql-client-name': 'web',
+                'apollographql-client-version': '1.2.3',
+                traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+                tracestate: 'vendor=1',
+              },
+              body: JSON.stringify({ query: '{ me { id } }' }),
+            }),
             rest: await read(`${base}/api/v2/orders`, { headers: { 'x-api-key': key } }),
             // Every request header the service reads passes the preflight: conditional reads and
             // a request id of the page's own, which comes back in X-Request-Id.
@@ -125,6 +138,7 @@ describeBrowser('cross-origin reads in a real browser', () => {
     expect(reads.graphqlPostText).toMatchObject({ ok: true, status: 415 });
     expect(reads.graphqlPost).toMatchObject({ ok: true, status: 200 });
     expect(JSON.parse(reads.graphqlPost!.body!)).toMatchObject({ data: { me: { id: expect.any(String) } } });
+    expect(reads.graphqlApollo).toMatchObject({ ok: true, status: 200 });
     expect(reads.rest).toMatchObject({ ok: true, status: 200 });
     expect(reads.conditional).toMatchObject({ ok: true, status: 200, requestId: 'page-request-1' });
     expect(reads.openapi).toMatchObject({ ok: true, status: 200 });

@@ -43,7 +43,8 @@ describe('CORS and security headers', () => {
       expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE, OPTIONS');
       expect(res.headers['access-control-allow-headers']).toBe(
         'Authorization, Content-Type, X-API-Key, Idempotency-Key, If-Match, If-Unmodified-Since, ' +
-          'If-None-Match, If-Modified-Since, X-Request-Id',
+          'If-None-Match, If-Modified-Since, X-Request-Id, Apollographql-Client-Name, ' +
+          'Apollographql-Client-Version, Traceparent, Tracestate',
       );
       expect(res.headers['access-control-max-age']).toBe('86400');
       expect(String(res.headers.vary)).toMatch(/Origin/);
