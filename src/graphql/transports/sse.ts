@@ -1,5 +1,5 @@
 import { declareAllowed } from '../../http/app.js';
-import type { OutgoingHttpHeaders } from 'node:http';
+import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, GraphQLError } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/fastify';
@@ -30,7 +30,8 @@ function operationRefusal(errors: readonly GraphQLError[]) {
   const status = http?.status !== undefined && http.status >= 400 ? http.status : 400;
   const body = JSON.stringify({ errors: errors.map(publicError) });
   const headers = { ...JSON_HEADERS, ...http?.headers };
-  return [body, { status, statusText: status === 400 ? 'Bad Request' : 'Refused', headers }] as never;
+  // The status's own reason phrase: graphql-sse's client puts it in the error it raises.
+  return [body, { status, statusText: STATUS_CODES[status] ?? 'Error', headers }] as never;
 }
 
 /** A request refused as a whole, before graphql-sse sees it: `{ errors }` with a BAD_REQUEST code. */

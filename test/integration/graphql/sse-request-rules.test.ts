@@ -80,6 +80,18 @@ describe('/graphql/stream request rules', () => {
     },
   );
 
+  it("a refusal carries its status's standard reason phrase, which graphql-sse's client shows", async () => {
+    // Until 2026-11-29 every refusal but a 400 read "Refused" (graphql-sse: "Server responded with 401: Refused").
+    await expect(typenameOverSse({ 'x-api-key': 'atr_test_not_a_real_key' })).rejects.toThrow(
+      'Server responded with 401: Unauthorized',
+    );
+    const res = await fetch(`${server.base}/graphql/stream?query=%7B__typename%7D`, {
+      headers: { accept: 'text/event-stream', 'x-api-key': 'atr_test_not_a_real_key' },
+    });
+    expect([res.status, res.statusText]).toEqual([401, 'Unauthorized']);
+    await res.body?.cancel();
+  });
+
   it('after anonymous PUTs, graphql-sse clients still get their own results (no shared reservation)', async () => {
     // Whatever they are answered (405 above), they must leave nothing the next request could meet.
     for (let i = 0; i < 3; i++) await (await stream({ method: 'PUT' })).text();
