@@ -57,6 +57,33 @@ function credential(params: Record<string, unknown>, ...names: string[]): string
   return undefined;
 }
 
+/**
+ * The payload's credentials: at its top level (decisions §3), else in a `headers` object, the form
+ * many client setups use (`connectionParams: { headers: { Authorization } }`), which until
+ * 2026-11-29 was silently read as no credentials at all. A `headers` that is not an object is
+ * refused as a credential of the wrong type is.
+ */
+function credentialsOf(params: Record<string, unknown>): Credentials {
+  const flat = {
+    authorization: credential(params, 'authorization', 'Authorization'),
+    apiKey: credential(params, 'x-api-key', 'X-API-Key'),
+  };
+  const nested = params.headers;
+  if (
+    flat.authorization !== undefined ||
+    flat.apiKey !== undefined ||
+    nested === undefined ||
+    nested === null
+  )
+    return flat;
+  if (typeof nested !== 'object' || Array.isArray(nested)) throw new NotAString('headers is not an object');
+  const headers = nested as Record<string, unknown>;
+  return {
+    authorization: credential(headers, 'authorization', 'Authorization'),
+    apiKey: credential(headers, 'x-api-key', 'X-API-Key'),
+  };
+}
+
 /** The close code ws sent for a frame it refused, which it keeps on the error (`kStatusCode`). */
 function closeCodeOf(err: Error): number | undefined {
   const key = Object.getOwnPropertySymbols(err).find((s) => s.description === 'status-code');
@@ -159,10 +186,7 @@ export function attachWebSocket(
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         try {
-          ctx.extra.credentials = {
-            authorization: credential(params, 'authorization', 'Authorization'),
-            apiKey: credential(params, 'x-api-key', 'X-API-Key'),
-          };
+          ctx.extra.credentials = credentialsOf(params);
           await pipeline.authenticate(ctx.extra.credentials, { requestId: idOf(ctx.extra.request) });
           return true;
         } catch (err) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runOver, type Credentials } from './transports.js';
+import { codesOf, runOver, type Credentials } from './transports.js';
 import { listeningAtrium } from './support.js';
 
 /**
@@ -39,5 +39,26 @@ describe('WebSocket: a credential that is not a string', () => {
     const { key } = await server.atrium.caller({ handle: 'wsstring' });
     const answer = await runOver('WS', server.base, { query: '{ me { handle } }' }, { 'x-api-key': key });
     expect(answer.data).toEqual({ me: { handle: 'wsstring' } });
+  });
+
+  it('credentials in a headers object (a common connectionParams form) count; the top level wins', async () => {
+    const { key } = await server.atrium.caller({ handle: 'wsnested' });
+    const { key: other } = await server.atrium.caller({ handle: 'wsflat' });
+    const me = (credentials: unknown) =>
+      runOver('WS', server.base, { query: '{ me { handle } }' }, credentials as Credentials);
+    // Until 2026-11-29 these ran anonymous: me was UNAUTHENTICATED, with no sign why.
+    expect((await me({ headers: { 'x-api-key': key } })).data).toEqual({ me: { handle: 'wsnested' } });
+    expect((await me({ headers: { 'X-API-Key': key } })).data).toEqual({ me: { handle: 'wsnested' } });
+    expect((await me({ 'x-api-key': other, headers: { 'x-api-key': key } })).data).toEqual({
+      me: { handle: 'wsflat' },
+    });
+    // Nested credentials are checked as flat ones are.
+    expect((await me({ headers: { 'x-api-key': 'atr_test_nope' } })).closeCode).toBe(4403);
+    expect((await me({ headers: { 'x-api-key': 123 } })).closeCode).toBe(4403);
+    expect((await me({ headers: 'x-api-key: atr_x' })).closeCode).toBe(4403);
+    // An empty one is no credentials: anonymous, as the flat form without them.
+    const anonymous = await me({ headers: {} });
+    expect(anonymous.closeCode).toBeUndefined();
+    expect(codesOf(anonymous)).toEqual(['UNAUTHENTICATED']);
   });
 });
