@@ -150,7 +150,7 @@ export class WebhookSender {
           const done = () =>
             finish(
               { kind: 'response', status: res.statusCode ?? 0 },
-              kept === 0 ? null : Buffer.concat(chunks).toString('utf8'),
+              kept === 0 ? null : storableText(Buffer.concat(chunks).toString('utf8')),
             );
           res.on('end', done);
           res.on('close', done);
@@ -202,5 +202,14 @@ export class WebhookSender {
 
 /** A short, stable description of a network error for the attempt record. */
 function connectionMessage(err: NodeJS.ErrnoException): string {
-  return err.code ? `${err.code}: ${err.message}` : err.message;
+  return storableText(err.code ? `${err.code}: ${err.message}` : err.message);
+}
+
+/**
+ * What a receiver sent, as text every store keeps: NUL becomes U+FFFD, as bytes that are not UTF-8
+ * already do. PostgreSQL refuses NUL in text, and the outcome of a whole batch of deliveries is
+ * one statement: one receiver's NUL lost every outcome in it (they were sent again).
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
 }

@@ -144,6 +144,36 @@ describe('a delivered event', () => {
   });
 });
 
+describe('what a receiver answers is recorded, whatever its bytes', () => {
+  it('a reply body holding NUL is kept with U+FFFD in its place: delivered once, as is a second endpoint in the same batch', async () => {
+    // PostgreSQL refuses NUL in text: until 2026-11-29 the excerpt failed the batch's one outcome
+    // statement, so every delivery in it stayed claimed, came back after the lease as
+    // "interrupted" and was sent again, the healthy endpoint's too.
+    receiver.responder = (r) => (r.path === '/nul' ? { status: 200, body: 'ok\u0000nul' } : pass(r));
+    const who = await atrium.caller();
+    const nul = await createEndpoint(atrium, who.headers, { url: receiver.url('/nul') });
+    const fine = await createEndpoint(atrium, who.headers, { url: receiver.url('/beside-nul') });
+    const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+    expect(res.status).toBe(201);
+    for (const endpoint of [nul, fine]) {
+      const [delivery] = await deliveriesWhen(
+        atrium,
+        endpoint.id,
+        who.headers,
+        settled,
+        'the outcome written',
+      );
+      expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
+    }
+    expect(
+      (await attemptsOf(atrium, nul.id, who.headers)).map((a) => [a.attempt, a.response_excerpt]),
+    ).toEqual([[1, 'ok\ufffdnul']]);
+    await new Promise((r) => setTimeout(r, BASE_MS * 6));
+    expect(receiver.at('/nul')).toHaveLength(1);
+    expect(receiver.at('/beside-nul')).toHaveLength(1);
+  });
+});
+
 describe('retry rules', () => {
   const retryable = [500, 503, 408, 429];
   it.each(retryable)(
