@@ -63,13 +63,13 @@ export interface ChildListSpec<T extends keyof Children> {
   scope: (parentId: string) => string;
 }
 
+/** Whether `db` (a connection or a transaction) talks to PostgreSQL: the two engines' plans differ. */
+const onPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
 /**
  * One list under a parent, paged by `paginate` one parent at a time and in batches of first pages
  * (data loaders), so posts and comments follow the same paging rules and the same two queries.
  */
-/** Whether `db` (a connection or a transaction) talks to PostgreSQL: the two engines' plans differ. */
-const onPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
-
 export class ChildList<T extends keyof Children> {
   constructor(readonly spec: ChildListSpec<T>) {}
 

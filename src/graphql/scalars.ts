@@ -13,16 +13,16 @@ function readIso(value: unknown): Date {
 }
 
 /**
- * Decisions §5: an ISO 8601 UTC string with milliseconds on output. Inputs must name their zone;
- * they reach resolvers as a Date, which the core reads as it reads any date-time.
- */
-/**
  * The scalar's one description: the SDL (`_service { sdl }`, schema/base.ts) prints it and this
  * scalar, which replaces the SDL's in the executable schema, gives it to introspection.
  */
 export const DATE_TIME_DESCRIPTION =
   'A point in time: an ISO 8601 string in UTC with milliseconds, such as "2026-11-01T09:30:00.000Z". Inputs must carry a zone (Z or an offset) and are converted to UTC.';
 
+/**
+ * Decisions §5: an ISO 8601 UTC string with milliseconds on output. Inputs must name their zone;
+ * they reach resolvers as a Date, which the core reads as it reads any date-time.
+ */
 export const DateTimeScalar = new GraphQLScalarType<Date, string>({
   name: 'DateTime',
   description: DATE_TIME_DESCRIPTION,

@@ -1,10 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { COUPON_CODE_PATTERN, COUPON_CODE_RULE } from '../domain/coupons.js';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS, STORE_UNAVAILABLE_MESSAGE } from '../store/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
-import { NOT_BLANK } from './rest/common-schemas.js';
+import { PATTERN_REFUSALS } from './rest/common-schemas.js';
 import { restDetails } from './rest/field-names.js';
 
 /** A client gets at most this many field problems; the rest are counted, not listed. */
@@ -158,17 +157,11 @@ function ajvDetail(issue: AjvIssue, context: string | undefined): ErrorDetail {
   if (issue.keyword === 'enum' && Array.isArray(issue.params.allowedValues)) {
     message = `must be one of ${(issue.params.allowedValues as unknown[]).join(', ')}`;
   }
-  if (
-    issue.keyword === 'pattern' &&
-    typeof issue.params.pattern === 'string' &&
-    issue.params.pattern.endsWith(NOT_BLANK)
-  ) {
-    // The core's words and code for the same rule (checkText, checkName): one answer on every surface.
-    message = 'must not be blank';
-    code = 'range_error';
-  }
-  // A coupon code's pattern is the core's own (coupons.ts): so are its words.
-  if (issue.keyword === 'pattern' && issue.params.pattern === COUPON_CODE_PATTERN) message = COUPON_CODE_RULE;
+  const refusal =
+    issue.keyword === 'pattern' && typeof issue.params.pattern === 'string'
+      ? PATTERN_REFUSALS.get(issue.params.pattern)
+      : undefined;
+  if (refusal) ({ message, code } = refusal);
   const where = field === '' ? (context ?? 'request') : field;
   return { field: field === '' ? null : field, message: `${where} ${message}`, code };
 }

@@ -64,25 +64,17 @@ function credential(params: Record<string, unknown>, ...names: string[]): string
  * refused as a credential of the wrong type is.
  */
 function credentialsOf(params: Record<string, unknown>): Credentials {
-  const flat = {
-    authorization: credential(params, 'authorization', 'Authorization'),
-    apiKey: credential(params, 'x-api-key', 'X-API-Key'),
-  };
+  const flat = credentialsIn(params);
   const nested = params.headers;
-  if (
-    flat.authorization !== undefined ||
-    flat.apiKey !== undefined ||
-    nested === undefined ||
-    nested === null
-  )
-    return flat;
+  if (flat.authorization !== undefined || flat.apiKey !== undefined || nested == null) return flat;
   if (typeof nested !== 'object' || Array.isArray(nested)) throw new NotAString('headers is not an object');
-  const headers = nested as Record<string, unknown>;
-  return {
-    authorization: credential(headers, 'authorization', 'Authorization'),
-    apiKey: credential(headers, 'x-api-key', 'X-API-Key'),
-  };
+  return credentialsIn(nested as Record<string, unknown>);
 }
+
+const credentialsIn = (o: Record<string, unknown>): Credentials => ({
+  authorization: credential(o, 'authorization', 'Authorization'),
+  apiKey: credential(o, 'x-api-key', 'X-API-Key'),
+});
 
 /** The close code ws sent for a frame it refused, which it keeps on the error (`kStatusCode`). */
 function closeCodeOf(err: Error): number | undefined {

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { COUPON_CODE_PATTERN, COUPON_CODE_RULE } from '../../domain/coupons.js';
 
 /**
  * The format characters (Unicode's Cf) of the Basic Multilingual Plane, as `\u` escapes: what a
@@ -16,6 +17,20 @@ export const BMP_FORMAT_CHARACTERS =
  * reads "must not be blank", as the core's does, not as the pattern (src/http/errors.ts).
  */
 export const NOT_BLANK = `[^\\s${BMP_FORMAT_CHARACTERS}]`;
+/** Empty or not blank: the empty string is left to `minLength`, so it reports one problem, not two. */
+export const EMPTY_OR_NOT_BLANK = `^$|${NOT_BLANK}`;
+
+const BLANK_REFUSAL = { message: 'must not be blank', code: 'range_error' };
+/**
+ * A refusal by each pattern the REST schemas publish, in the core's words and detail code for the
+ * same rule (checkText, checkName, normaliseCouponCode) rather than ajv's "must match pattern ...":
+ * one answer on every surface. A pattern not listed keeps ajv's words (src/http/errors.ts).
+ */
+export const PATTERN_REFUSALS: ReadonlyMap<string, { message: string; code: string }> = new Map([
+  [NOT_BLANK, BLANK_REFUSAL],
+  [EMPTY_OR_NOT_BLANK, BLANK_REFUSAL],
+  [COUPON_CODE_PATTERN, { message: COUPON_CODE_RULE, code: 'invalid_format' }],
+]);
 
 /** The spec's REST error body; every error response of every route is described with it. */
 export const ErrorDetailSchema = Type.Object(

@@ -310,3 +310,39 @@ describe('an empty path segment (a trailing slash)', () => {
     }
   });
 });
+
+describe('refusals by a published pattern, in the core’s words, over the wire', () => {
+  it('a coupon code that upper-cases onto ASCII and a blank name: one detail each, as the core words it', async () => {
+    const who = await atrium.caller();
+    const coupon = await call(base, 'POST', '/api/v2/orders', {
+      headers: who.headers,
+      json: orderBody(catalogue, { coupon_code: 'teno\ufb00' }),
+    });
+    expect(coupon.status).toBe(400);
+    expect(coupon.body!.details).toEqual([
+      {
+        field: 'coupon_code',
+        message: 'coupon_code must be 1 to 64 letters, digits, "_" or "-", starting with a letter or digit',
+        code: 'invalid_format',
+      },
+    ]);
+    const admin = await atrium.caller({ role: 'admin' });
+    const blank = await call(base, 'PATCH', `/v1/users/${who.userId}`, {
+      headers: admin.headers,
+      json: { name: '\u200b ' },
+    });
+    expect(blank.status).toBe(400);
+    expect(blank.body!.details).toEqual([
+      { field: 'name', message: 'name must not be blank', code: 'range_error' },
+    ]);
+  });
+
+  it('a v1 path no route serves is deprecated but names no successor', async () => {
+    const who = await atrium.caller();
+    const res = await call(base, 'GET', '/api/v1/nope', { headers: who.headers });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('deprecation')).toBe('true');
+    expect(res.headers.get('sunset')).not.toBeNull();
+    expect(res.headers.get('link')).toBeNull();
+  });
+});

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ROLES } from '../../../domain/users.js';
 import type { Role } from '../../../store/types.js';
-import { ErrorBodySchema, NOT_BLANK, standardErrors } from '../common-schemas.js';
+import { EMPTY_OR_NOT_BLANK, ErrorBodySchema, standardErrors } from '../common-schemas.js';
 
 const Link = Type.Object({ href: Type.String() });
 
@@ -32,9 +32,8 @@ export const UpdateUserBody = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 100,
-        // Not blank (white space and invisible format characters only, as the core's isBlank); the
-        // empty string is left to minLength so it reports one problem, not two.
-        pattern: `^$|${NOT_BLANK}`,
+        // Not blank (white space and invisible format characters only, as the core's isBlank).
+        pattern: EMPTY_OR_NOT_BLANK,
         description: 'Display name, 1 to 100 characters.',
       }),
     ),
