@@ -233,6 +233,16 @@ describe('POST /api/v2/orders', () => {
       const padded = await post(orderBody(cat, { coupon_code: ' tenoff ' }));
       expect(padded.statusCode).toBe(201);
       expect(padded.json().coupon_code).toBe('TENOFF');
+      // The bound of 64 is on the code, as GraphQL and the core apply it: padding around a valid
+      // code is trimmed, not counted, and a 65th character of the code itself is refused.
+      const wide = await post(orderBody(cat, { coupon_code: `tenoff${' '.repeat(70)}` }));
+      expect(wide.statusCode).toBe(201);
+      expect(wide.json().coupon_code).toBe('TENOFF');
+      const long = await post(orderBody(cat, { coupon_code: 'A'.repeat(65) }));
+      expect(long.statusCode).toBe(400);
+      expect(long.json().details).toEqual([
+        { field: 'coupon_code', message: `coupon_code ${COUPON_CODE_RULE}`, code: 'invalid_format' },
+      ]);
     });
 
     it('malformed JSON', async () => {
