@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { DomainBus } from '../events/bus.js';
+import { isStoreUnavailable } from '../store/errors.js';
 import { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
 import type { Resolver } from './address-policy.js';
@@ -85,7 +86,7 @@ export class WebhookWorker {
   private readonly ready: ClaimedDelivery[] = [];
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private pending: Completion[] = [];
+  private pending: PendingOutcome[] = [];
   private flushing: Promise<void> | undefined;
   private readonly idle = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
@@ -455,25 +456,84 @@ export class WebhookWorker {
     };
   }
 
-  /** Outcomes are written in batches: whatever finished while the last write ran goes in the next. */
+  /**
+   * Outcomes are written in batches: whatever finished while the last write ran goes in the next.
+   * Resolves when this outcome is written, rejects when it is not (its lease then runs out and the
+   * delivery is claimed again).
+   */
   private async record(completion: Completion): Promise<void> {
-    this.pending.push(completion);
+    const written = new Promise<void>((resolve, reject) =>
+      this.pending.push({ completion, settle: (err) => (err === undefined ? resolve() : reject(err)) }),
+    );
     if (completion.nextAttemptAt) this.arm(Math.max(0, completion.nextAttemptAt.getTime() - Date.now()));
     // The first outcome after a quiet spell waits one turn of the event loop, so the attempts that
     // answered in the same turn share its write instead of queueing behind a write of one.
     if (!this.flushing && this.pending.length === 1) await new Promise((resolve) => setImmediate(resolve));
-    while (this.flushing) await this.flushing;
-    if (this.pending.length === 0) return;
+    this.flush();
+    return written;
+  }
+
+  /** Writes what is pending, one batch at a time, until nothing is. */
+  private flush(): void {
+    if (this.flushing || this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    this.flushing = this.outbox
-      .complete(batch, this.options.clock.now())
-      .then(() => this.outage.answered())
-      .finally(() => {
-        this.flushing = undefined;
-        this.notifyIdle();
-      });
-    await this.flushing;
+    this.flushing = this.write(batch).finally(() => {
+      this.flushing = undefined;
+      this.flush();
+      this.notifyIdle();
+    });
+  }
+
+  /**
+   * One statement for the batch. When the database refuses it for anything but an outage, each
+   * outcome is written alone: one row it will not take (a NUL in a receiver's reply did, on
+   * PostgreSQL) must not fail the rest, or every delivery in the batch, other endpoints' too, is
+   * sent again when its lease runs out (29 POSTs for 10 events, measured on 2026-11-29).
+   */
+  private async write(batch: PendingOutcome[]): Promise<void> {
+    try {
+      await this.outbox.complete(
+        batch.map((p) => p.completion),
+        this.options.clock.now(),
+      );
+      this.outage.answered();
+      for (const p of batch) p.settle();
+      return;
+    } catch (err) {
+      if (isStoreUnavailable(err)) {
+        for (const p of batch) p.settle(err);
+        return;
+      }
+    }
+    for (const p of batch) p.settle(await this.writeAlone(p.completion, batch.length > 1));
+  }
+
+  /**
+   * One outcome alone (as it is, unless that was just refused), then, if the database still refuses
+   * it, without the text the receiver or the network supplied: the outcome (delivered, retried or
+   * failed) matters more than the excerpt, and an outcome never written is an attempt repeated.
+   * Resolves to the error when neither is taken.
+   */
+  private async writeAlone(completion: Completion, asIs: boolean): Promise<unknown> {
+    if (asIs) {
+      try {
+        await this.outbox.complete([completion], this.options.clock.now());
+        return undefined;
+      } catch (err) {
+        if (isStoreUnavailable(err)) return err;
+      }
+    }
+    try {
+      await this.outbox.complete([withoutForeignText(completion)], this.options.clock.now());
+      this.options.logger.warn(
+        { delivery: completion.delivery.id, endpoint: completion.delivery.endpointId },
+        'webhook outcome refused by the database as received; recorded without the response excerpt and error text',
+      );
+      return undefined;
+    } catch (err) {
+      return err;
+    }
   }
 
   private async purge(now: Date): Promise<void> {
@@ -507,6 +567,22 @@ export class WebhookWorker {
     for (const resolve of this.idle) resolve();
     this.idle.clear();
   }
+}
+
+/** An outcome waiting for its batch write, with the way to tell its attempt how that went. */
+interface PendingOutcome {
+  completion: Completion;
+  settle: (err?: unknown) => void;
+}
+
+/** The outcome with the receiver's excerpt dropped and error texts cut to printable ASCII. */
+function withoutForeignText(completion: Completion): Completion {
+  const ascii = (text: string | null) => (text === null ? null : text.replace(/[^\x20-\x7e]/g, '?'));
+  return {
+    ...completion,
+    lastError: ascii(completion.lastError),
+    records: completion.records.map((r) => ({ ...r, error: ascii(r.error), responseExcerpt: null })),
+  };
 }
 
 function describe(result: AttemptResult): string | null {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Outbox } from '../../../src/webhooks/outbox.js';
 import { startTestAtrium, type TestAtrium } from '../../helpers/atrium.js';
@@ -171,6 +172,66 @@ describe('what a receiver answers is recorded, whatever its bytes', () => {
     await new Promise((r) => setTimeout(r, BASE_MS * 6));
     expect(receiver.at('/nul')).toHaveLength(1);
     expect(receiver.at('/beside-nul')).toHaveLength(1);
+  });
+});
+
+describe('an outcome the database refuses does not fail the others written with it', () => {
+  it('the refused one is recorded without the receiver’s text; the healthy endpoint beside it gets its event once', async () => {
+    // A real refusal by the database, not a stub: a trigger turns away one attempt record, as a
+    // NUL did on PostgreSQL until 2026-11-29. Before this, one refused outcome failed its whole
+    // batch, and every delivery in it was sent again after its lease, other endpoints' too.
+    const { db, dialect } = atrium.services.store;
+    if (dialect === 'postgres') {
+      await sql`CREATE OR REPLACE FUNCTION refuse_poison() RETURNS trigger AS $$
+        BEGIN RAISE EXCEPTION 'poisoned excerpt'; END $$ LANGUAGE plpgsql`.execute(db);
+      await sql`CREATE TRIGGER refuse_poison BEFORE INSERT ON delivery_attempts FOR EACH ROW
+        WHEN (NEW.response_excerpt LIKE '%poison%') EXECUTE FUNCTION refuse_poison()`.execute(db);
+    } else {
+      await sql`CREATE TRIGGER refuse_poison BEFORE INSERT ON delivery_attempts
+        WHEN NEW.response_excerpt LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned excerpt'); END`.execute(
+        db,
+      );
+    }
+    try {
+      receiver.responder = (r) => (r.path === '/poison' ? { status: 200, body: 'poison' } : pass(r));
+      const who = await atrium.caller();
+      const poisoned = await createEndpoint(atrium, who.headers, { url: receiver.url('/poison') });
+      const fine = await createEndpoint(atrium, who.headers, { url: receiver.url('/beside-poison') });
+      const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+      expect(res.status).toBe(201);
+      for (const endpoint of [poisoned, fine]) {
+        const [delivery] = await deliveriesWhen(
+          atrium,
+          endpoint.id,
+          who.headers,
+          settled,
+          'the outcome written',
+        );
+        expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
+      }
+      expect(
+        (await attemptsOf(atrium, poisoned.id, who.headers)).map((a) => [
+          a.attempt,
+          a.status_code,
+          a.response_excerpt,
+        ]),
+      ).toEqual([[1, 200, null]]);
+      expect(log.lines).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          delivery: expect.any(String),
+          endpoint: poisoned.id,
+          msg: expect.stringMatching(/^webhook outcome refused by the database/),
+        }),
+      );
+      await new Promise((r) => setTimeout(r, BASE_MS * 6));
+      expect(receiver.at('/poison')).toHaveLength(1);
+      expect(receiver.at('/beside-poison')).toHaveLength(1);
+    } finally {
+      await sql`DROP TRIGGER refuse_poison${sql.raw(dialect === 'postgres' ? ' ON delivery_attempts' : '')}`.execute(
+        db,
+      );
+    }
   });
 });
 
