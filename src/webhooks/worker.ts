@@ -41,7 +41,7 @@ export interface WorkerOptions {
 
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const PURGE_EVERY_MS = 60 * 60 * 1000;
-/** Beyond the attempt's own timeout, how long a claim is held before another worker may retry it. */
+/** Beyond the wait for a slot and the attempt's own timeout, how long a claim is held before it may be claimed again. */
 const LEASE_MARGIN_MS = 5_000;
 /** How many slots' worth of outcomes may wait to be written before claims stop. */
 const BACKLOG_SLOTS = 4;
@@ -179,7 +179,11 @@ export class WebhookWorker {
           (busyEnough && room < this.claimBatch) ||
           this.unrecorded - this.inFlight >= BACKLOG_SLOTS * this.concurrency;
         if (!claimedAll && room > 0 && this.running) {
-          const lease = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
+          // A claimed delivery may wait in `ready` while every slot is busy (at most one attempt's
+          // timeout: the attempts in flight all started before it was claimed), then makes its own
+          // attempt (at most another). A lease of one timeout ran out under a slow endpoint while the
+          // attempt was still in flight, and the delivery was claimed and sent again.
+          const lease = new Date(now.getTime() + 2 * this.options.timeoutMs + LEASE_MARGIN_MS);
           const claimed = await this.outbox.claim(now, room, lease);
           this.outage.answered();
           this.ready.push(...claimed);
