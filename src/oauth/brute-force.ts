@@ -62,7 +62,7 @@ export class BruteForceGuard {
 
   async failed(identifier: string | undefined, address: string): Promise<void> {
     const { perIdentifier: id, perAddress: addr } = this.rules;
-    await this.degrading(undefined, async () => {
+    await this.unreported(async () => {
       await Promise.all([
         this.limiter.hit(this.addressKey(address), addr.limit, addr.windowSeconds),
         ...(identifier === undefined
@@ -76,7 +76,19 @@ export class BruteForceGuard {
 
   /** A success clears the identifier's own count (its owner's typos), never the address's. */
   async succeeded(identifier: string): Promise<void> {
-    await this.degrading(undefined, () => this.limiter.reset(this.idKey(identifier)));
+    await this.unreported(() => this.limiter.reset(this.idKey(identifier)));
+  }
+
+  /**
+   * An outcome's count or reset. Every attempt opens with `check()`, which reports an outage; a
+   * second report here would count the one attempt twice in the metric ("each unchecked attempt").
+   */
+  private async unreported(call: () => Promise<void>): Promise<void> {
+    try {
+      await call();
+    } catch (err) {
+      if (!this.health) throw err;
+    }
   }
 
   /** Runs a call to the limiter; if its store cannot answer, reports that and goes on with `fallback`. */

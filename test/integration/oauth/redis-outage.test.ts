@@ -87,6 +87,27 @@ describe('the token server when Redis cannot be reached', () => {
     expect(new URL(right.headers.location as string).searchParams.get('code')).toBeTruthy();
   });
 
+  it('counts each attempt once in /metrics, wrong or right (not once for the check and again for the outcome)', async () => {
+    const client = await server.atrium.services.oauth.clients.create({ name: 'Counted' });
+    const counted = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      const line = /atrium_shared_state_degraded_total\{component="brute_force_client"\} (\d+)/.exec(text);
+      return Number(line?.[1] ?? 0);
+    };
+    const before = await counted();
+    for (let i = 0; i < 3; i += 1) {
+      const wrong = await post('/oauth/token', basic(client.client_id, 'not-the-secret'), {
+        grant_type: 'client_credentials',
+      });
+      expect(wrong.status).toBe(401);
+    }
+    const right = await post('/oauth/token', basic(client.client_id, client.client_secret!), {
+      grant_type: 'client_credentials',
+    });
+    expect(right.status).toBe(200);
+    expect((await counted()) - before).toBe(4);
+  });
+
   it('says so once per guard in the log, and counts each suspended check in /metrics', async () => {
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/atrium_shared_state_degraded_total\{component="brute_force_client"\} [1-9]/);
