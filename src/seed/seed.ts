@@ -34,6 +34,9 @@ export interface SeedResult {
   api_keys: CreatedApiKey[];
   clients: SeedClient[];
   organizations: { id: string; name: string }[];
+  /** The catalogue, withdrawn products included: an order needs a product id and the API lists none. */
+  products: { id: string; name: string; price_cents: number; active: boolean }[];
+  coupons: { code: string; percent_off: number | null; amount_off_cents: number | null; active: boolean }[];
   counts: Record<string, number>;
   elapsed_ms: number;
 }
@@ -173,6 +176,18 @@ export async function seedDemoData(services: Services, options: SeedOptions): Pr
     api_keys: apiKeys,
     clients,
     organizations: people.organizations.map((o) => ({ id: o.id, name: o.name })),
+    products: products.map((p) => ({
+      id: p.id,
+      name: p.name,
+      price_cents: p.price_cents,
+      active: p.active === 1,
+    })),
+    coupons: coupons.map((c) => ({
+      code: c.code,
+      percent_off: c.percent_off,
+      amount_off_cents: c.amount_off_cents,
+      active: c.active === 1,
+    })),
     counts,
     elapsed_ms: Date.now() - started,
   };
