@@ -11,7 +11,7 @@ import type { Config } from '../config/schema.js';
 import { DomainError } from '../domain/errors.js';
 import type { StoreOutageLog } from '../store/outage-log.js';
 import type { Store } from '../store/store.js';
-import { answerUnmetExpectations, clientErrorHandler } from './client-errors.js';
+import { answerUnmetExpectations, clientErrorHandler, continueWhenBodyIsRead } from './client-errors.js';
 import { authStepTooLate } from './docs/security.js';
 import { refuseEncodedBodies } from './content-encoding.js';
 import { crossOriginHeaders } from './cors.js';
@@ -159,6 +159,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
   });
   answerUnmetExpectations(app.server as Server);
+  continueWhenBodyIsRead(app.server as Server);
   // A request whose Upgrade was ignored is answered and its connection closed: Node's parser stops
   // at the end of such a request, so requests pipelined behind it would never be answered.
   app.addHook('onRequest', (request, reply, done) => {

@@ -92,6 +92,23 @@ export function refuseOnSocket(
 }
 
 /**
+ * `Expect: 100-continue` (curl sends it for any body over 1 KiB): Node answers 100 at once unless
+ * someone listens for it, so a client refused before its body mattered (401, 413 by its declared
+ * length, 415) uploaded the whole body first. The 100 is now sent when a route starts reading the
+ * body ('resume': the parser turning the stream on). A request answered before that gets its answer
+ * instead, and Node closes the connection, since the body it declared never came. The answer having
+ * started is checked because Node turns an unread body on too, to discard it, after the response.
+ */
+export function continueWhenBodyIsRead(server: Server): void {
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    request.once('resume', () => {
+      if (!response.headersSent && !response.writableEnded) response.writeContinue();
+    });
+    server.emit('request', request, response);
+  });
+}
+
+/**
  * An `Expect` other than `100-continue` is 417 (RFC 9110 §10.1.1). Node answers it by itself with
  * an empty body unless someone listens for it; this is that listener.
  */
