@@ -87,6 +87,8 @@ export interface Services {
    */
   onDrain: Array<() => void>;
   draining: boolean;
+  /** ServicesOptions.wsKeepAliveMs: set by tests only. */
+  wsKeepAliveMs: number | undefined;
   /** The Prometheus registry /metrics serves; anything in the process may report there. */
   metrics: Registry;
 }
@@ -98,6 +100,8 @@ export interface ServicesOptions {
   migrate?: boolean;
   /** Kysely plugins over every query of the store (a test hook; nothing in production sets it). */
   storePlugins?: KyselyPlugin[];
+  /** graphql-ws's ping interval (a test hook; production uses WS_KEEPALIVE_MS, src/graphql/transports/websocket.ts). */
+  wsKeepAliveMs?: number;
 }
 
 const CURSOR_SECRET_SETTING = 'cursor_secret';
@@ -179,6 +183,7 @@ export async function createServices(config: Config, options: ServicesOptions = 
       onClose: [],
       onDrain: [],
       draining: false,
+      wsKeepAliveMs: options.wsKeepAliveMs,
       metrics: new Registry(),
     };
     services.sharedHealth.useLogger(logger);

@@ -72,7 +72,7 @@ async function registerGraphQL(app: FastifyInstance, services: Services): Promis
       },
     });
     const sse = registerSse(scope, services, pipeline);
-    const ws = attachWebSocket(app, services, pipeline);
+    const ws = attachWebSocket(app, services, pipeline, { keepAliveMs: services.wsKeepAliveMs });
     // Before the server stops accepting: open sockets and streams would otherwise hold it open.
     app.addHook('preClose', async () => {
       await commentFeed.close();

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { useServer } from 'graphql-ws/use/ws';
 import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { Principal } from '../../auth/principal.js';
@@ -35,6 +36,23 @@ export const CLOSE_INTERNAL_ERROR = 4500;
  * unresponsive calls likewise after its grace period (src/grpc/server.ts).
  */
 export const WS_CLOSE_GRACE_MS = 5_000;
+
+/**
+ * Every this often the server pings each WebSocket (a ping frame, graphql-ws's `keepAlive`), and a
+ * socket that has not answered a ping this long after it was sent is cut (`terminate()`), which
+ * ends its subscriptions as a close does. The pings are traffic, so a proxy's read timeout (nginx's
+ * `proxy_read_timeout`, a load balancer's idle timeout) longer than this never closes an idle
+ * subscription; and a peer gone without a FIN (a dead NAT entry, a suspended laptop) is found within
+ * two intervals, not kept with its subscriptions for ever. 12 s, graphql-ws's own default, as
+ * graphql-sse pings its streams; set here so it is named, documented and pinned by a test
+ * (test/integration/graphql/ws-keepalive.test.ts).
+ */
+export const WS_KEEPALIVE_MS = 12_000;
+
+export interface WebSocketOptions {
+  /** The ping interval (WS_KEEPALIVE_MS unless a test shortens it). */
+  keepAliveMs?: number;
+}
 
 /** What the connection remembers between `connection_init` and its operations. */
 type Extra = { credentials?: Credentials };
@@ -117,6 +135,7 @@ export function attachWebSocket(
   app: FastifyInstance,
   services: Services,
   pipeline: GraphQLPipeline,
+  options: WebSocketOptions = {},
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: services.config.bodyLimitBytes });
   /**
@@ -170,12 +189,23 @@ export function attachWebSocket(
   const refused = (reqId: string, reason: string) =>
     services.logger.info({ reqId, closeCode: 4403, reason }, 'WebSocket connection_init refused');
 
+  /** Every connection that has sent connection_init and not yet closed, for the operations gauge. */
+  const open = new Set<{ subscriptions: Record<string, unknown> }>();
+  registerGauges(services.metrics, () => ({
+    connections: wss.clients.size,
+    operations: [...open].reduce((n, ctx) => n + Object.keys(ctx.subscriptions).length, 0),
+  }));
+
   const server = useServer<Record<string, unknown> | undefined, Extra>(
     {
       connectionInitWaitTimeout: CONNECTION_INIT_TIMEOUT_MS,
+      // After graphql-ws has ended the connection's subscriptions, whatever closed it (the client,
+      // the server, a terminate() for a missed pong).
+      onClose: (ctx) => void open.delete(ctx),
       execute: envelopedExecute as never,
       subscribe: envelopedSubscribe as never,
       onConnect: async (ctx) => {
+        open.add(ctx);
         const params = ctx.connectionParams ?? {};
         try {
           ctx.extra.credentials = credentialsOf(params);
@@ -229,6 +259,7 @@ export function attachWebSocket(
       onNext: (_ctx, _id, _payload, _args, result) => publicResult(result),
     },
     wss,
+    options.keepAliveMs ?? WS_KEEPALIVE_MS,
   );
 
   return {
@@ -257,4 +288,31 @@ export function attachWebSocket(
       }
     },
   };
+}
+
+const CONNECTIONS = 'atrium_graphql_ws_connections';
+const OPERATIONS = 'atrium_graphql_ws_operations';
+
+/**
+ * Open graphql-ws connections and their operations under way, read at scrape time. Tests may build
+ * several apps on one set of services: the last transport attached is the one counted.
+ */
+function registerGauges(registry: Registry, read: () => { connections: number; operations: number }) {
+  for (const name of [CONNECTIONS, OPERATIONS]) registry.removeSingleMetric(name);
+  new Gauge({
+    name: CONNECTIONS,
+    help: 'Open graphql-ws WebSocket connections',
+    registers: [registry],
+    collect() {
+      this.set(read().connections);
+    },
+  });
+  new Gauge({
+    name: OPERATIONS,
+    help: 'graphql-ws operations under way: live subscriptions, and queries and mutations not yet answered',
+    registers: [registry],
+    collect() {
+      this.set(read().operations);
+    },
+  });
 }
