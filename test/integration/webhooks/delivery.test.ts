@@ -12,6 +12,7 @@ import {
   deliveriesWhen,
   gaps,
   Receiver,
+  type Reply,
   verifyWithStripe,
 } from './support.js';
 
@@ -145,33 +146,42 @@ describe('a delivered event', () => {
   });
 });
 
+/**
+ * One order of one user, delivered to two endpoints: `path`, answered with `reply`, and a healthy
+ * endpoint beside it (`/beside` + path), so the two outcomes can share a batch write. Waits until
+ * both are written as delivered at the first attempt.
+ */
+async function besideHealthy(path: string, reply: Reply) {
+  receiver.responder = (r) => (r.path === path ? reply : pass(r));
+  const who = await atrium.caller();
+  const odd = await createEndpoint(atrium, who.headers, { url: receiver.url(path) });
+  const fine = await createEndpoint(atrium, who.headers, { url: receiver.url(`/beside${path}`) });
+  const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
+  expect(res.status).toBe(201);
+  for (const endpoint of [odd, fine]) {
+    const [delivery] = await deliveriesWhen(atrium, endpoint.id, who.headers, settled, 'the outcome written');
+    expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
+  }
+  return { who, odd };
+}
+
+/** Nothing arrives a second time at either endpoint of `besideHealthy(path)`. */
+async function eachOnce(path: string) {
+  await new Promise((r) => setTimeout(r, BASE_MS * 6));
+  expect(receiver.at(path)).toHaveLength(1);
+  expect(receiver.at(`/beside${path}`)).toHaveLength(1);
+}
+
 describe('what a receiver answers is recorded, whatever its bytes', () => {
   it('a reply body holding NUL is kept with U+FFFD in its place: delivered once, as is a second endpoint in the same batch', async () => {
     // PostgreSQL refuses NUL in text: until 2026-11-29 the excerpt failed the batch's one outcome
     // statement, so every delivery in it stayed claimed, came back after the lease as
     // "interrupted" and was sent again, the healthy endpoint's too.
-    receiver.responder = (r) => (r.path === '/nul' ? { status: 200, body: 'ok\u0000nul' } : pass(r));
-    const who = await atrium.caller();
-    const nul = await createEndpoint(atrium, who.headers, { url: receiver.url('/nul') });
-    const fine = await createEndpoint(atrium, who.headers, { url: receiver.url('/beside-nul') });
-    const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
-    expect(res.status).toBe(201);
-    for (const endpoint of [nul, fine]) {
-      const [delivery] = await deliveriesWhen(
-        atrium,
-        endpoint.id,
-        who.headers,
-        settled,
-        'the outcome written',
-      );
-      expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
-    }
+    const { who, odd } = await besideHealthy('/nul', { status: 200, body: 'ok\u0000nul' });
     expect(
-      (await attemptsOf(atrium, nul.id, who.headers)).map((a) => [a.attempt, a.response_excerpt]),
+      (await attemptsOf(atrium, odd.id, who.headers)).map((a) => [a.attempt, a.response_excerpt]),
     ).toEqual([[1, 'ok\ufffdnul']]);
-    await new Promise((r) => setTimeout(r, BASE_MS * 6));
-    expect(receiver.at('/nul')).toHaveLength(1);
-    expect(receiver.at('/beside-nul')).toHaveLength(1);
+    await eachOnce('/nul');
   });
 });
 
@@ -193,24 +203,9 @@ describe('an outcome the database refuses does not fail the others written with 
       );
     }
     try {
-      receiver.responder = (r) => (r.path === '/poison' ? { status: 200, body: 'poison' } : pass(r));
-      const who = await atrium.caller();
-      const poisoned = await createEndpoint(atrium, who.headers, { url: receiver.url('/poison') });
-      const fine = await createEndpoint(atrium, who.headers, { url: receiver.url('/beside-poison') });
-      const res = await api(atrium, 'POST', '/api/v2/orders', who.headers, orderBody(catalogue));
-      expect(res.status).toBe(201);
-      for (const endpoint of [poisoned, fine]) {
-        const [delivery] = await deliveriesWhen(
-          atrium,
-          endpoint.id,
-          who.headers,
-          settled,
-          'the outcome written',
-        );
-        expect(delivery).toMatchObject({ status: 'delivered', attempt_count: 1, last_status_code: 200 });
-      }
+      const { who, odd } = await besideHealthy('/poison', { status: 200, body: 'poison' });
       expect(
-        (await attemptsOf(atrium, poisoned.id, who.headers)).map((a) => [
+        (await attemptsOf(atrium, odd.id, who.headers)).map((a) => [
           a.attempt,
           a.status_code,
           a.response_excerpt,
@@ -220,13 +215,11 @@ describe('an outcome the database refuses does not fail the others written with 
         expect.objectContaining({
           level: 40,
           delivery: expect.any(String),
-          endpoint: poisoned.id,
+          endpoint: odd.id,
           msg: expect.stringMatching(/^webhook outcome refused by the database/),
         }),
       );
-      await new Promise((r) => setTimeout(r, BASE_MS * 6));
-      expect(receiver.at('/poison')).toHaveLength(1);
-      expect(receiver.at('/beside-poison')).toHaveLength(1);
+      await eachOnce('/poison');
     } finally {
       await sql`DROP TRIGGER refuse_poison${sql.raw(dialect === 'postgres' ? ' ON delivery_attempts' : '')}`.execute(
         db,
