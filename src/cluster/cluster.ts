@@ -236,6 +236,8 @@ export class Cluster {
     // starts: a bad value stops the start with one line naming the variable.
     const bodyLimitBytes = instanceBodyLimit(env);
     await assertPortsFree(host, planned);
+    // A signal while the command loaded or checked its inputs: nothing made yet, not even the database.
+    if (options.signal?.aborted) throw new StartAborted();
     await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
       // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
       const { code, message } = err as { code?: string; message?: string };
