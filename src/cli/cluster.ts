@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { instanceBodyLimit, plannedPorts } from '../cluster/cluster.js';
 import { assertPlanFits } from '../cluster/ports.js';
 import { ConfigError } from '../config/schema.js';
+import { stopSignalDesk } from '../process/stop-signals.js';
 import { parse } from './args.js';
 import { printResult, UsageError } from './io.js';
 
@@ -117,8 +118,10 @@ export async function runCluster(argv: string[]): Promise<number> {
   if (nginxProblem)
     throw nginxSetting.refuse(`the path of the nginx program (apt-get install -y nginx): ${nginxProblem}`);
 
-  // Handlers first: a signal while the cluster starts stops what has started (processes, nginx)
-  // instead of killing this process alone and leaving its children running.
+  // Before anything starts: a signal while the cluster starts stops what has started (processes,
+  // nginx) instead of killing this process alone and leaving its children running. Until here,
+  // bin/atrium.js's own handler answers a signal (the modules loading); everything above runs
+  // without waiting, so a signal meanwhile is handled here.
   const aborting = new AbortController();
   let stopRequested: ((signal: NodeJS.Signals) => void) | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -128,13 +131,14 @@ export async function runCluster(argv: string[]): Promise<number> {
       aborting.abort();
     }
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  // The process's one listener (stop-signals.ts): handing over by removing listeners lost signals.
+  const desk = stopSignalDesk();
+  desk.take(onSignal);
   try {
     return await startAndRun();
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    // Stopped or never started: nothing is left to stop, so a signal now only ends the exit sooner.
+    desk.take(() => process.exit());
   }
 
   async function startAndRun(): Promise<number> {

@@ -101,7 +101,8 @@ export async function waitForOk(
       const stranger = foreign?.(res);
       if (stranger !== undefined) throw new ForeignAnswer(`${url} ${stranger}`);
       if (res.status === 200) return;
-      last = `status ${res.status}`;
+      // /readyz's body names the dependency that is not ready (`"redis":"unavailable"`).
+      last = `status ${res.status}${await bodyOf(res)}`;
     } catch (err) {
       if (err instanceof ForeignAnswer) throw err;
       last = err instanceof Error ? err.message : String(err);
@@ -112,3 +113,10 @@ export async function waitForOk(
 }
 
 class ForeignAnswer extends Error {}
+
+/** The body of an answer as `: TEXT` on one line, cut at 500 characters; nothing when empty. */
+async function bodyOf(res: Response): Promise<string> {
+  const text = (await res.text().catch(() => '')).replace(/\s+/g, ' ').trim();
+  if (text === '') return '';
+  return `: ${text.length > 500 ? `${text.slice(0, 500)}...` : text}`;
+}

@@ -10,11 +10,11 @@ import { type LayoutCounts, planLayout, type ProcessSpec } from './layout.js';
 import { type NginxSite, renderNginxMain } from './nginx-config.js';
 import { assertPlanFits, assertPortsFree, type PlannedPort } from './ports.js';
 import { withoutPassword } from '../config/redact.js';
-import { checkRedisLogin } from '../shared/redis-connection.js';
+import { checkRedisBeforeStart } from '../shared/redis-connection.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** How long the start waits to learn whether Redis accepts the login; as long as a process's own start waits for Redis. */
-const REDIS_LOGIN_CHECK_MS = 5_000;
+/** How long the start waits for Redis to answer; as long as a process's own start waits for Redis. */
+const REDIS_CHECK_MS = 5_000;
 
 export interface ClusterOptions {
   /** PostgreSQL; the database is created when missing. SQLite is refused. */
@@ -236,6 +236,8 @@ export class Cluster {
     // starts: a bad value stops the start with one line naming the variable.
     const bodyLimitBytes = instanceBodyLimit(env);
     await assertPortsFree(host, planned);
+    // A signal while the command loaded or checked its inputs: nothing made yet, not even the database.
+    if (options.signal?.aborted) throw new StartAborted();
     await ensureDatabase(options.databaseUrl).catch((err: unknown) => {
       // The server does not answer, refuses the user, ...: a setting to change, not an internal error.
       const { code, message } = err as { code?: string; message?: string };
@@ -246,8 +248,9 @@ export class Cluster {
       );
     });
     // A Redis that refuses the login would stop every process at its start (REDIS_URL's error in
-    // its log): said here instead, once, as this command's own setting. Unreachable, it is let by.
-    await checkRedisLogin(options.redisUrl, REDIS_LOGIN_CHECK_MS, 'CLUSTER_REDIS_URL');
+    // its log), and one that does not answer would keep every /readyz at 503 until the start gives
+    // up: either is said here instead, once, as this command's own setting.
+    await checkRedisBeforeStart(options.redisUrl, REDIS_CHECK_MS, 'CLUSTER_REDIS_URL');
     if (options.signal?.aborted) throw new StartAborted();
     const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), 'atrium-cluster-'));
     mkdirSync(join(runDir, 'logs'), { recursive: true });

@@ -101,17 +101,21 @@ class QuietAuthRedis extends Redis {
  * once more and stops, naming REDIS_URL, on the server's refusal; the connection is closed so the
  * process can exit. A Redis not connected yet is not checked (a late Redis only degrades).
  */
-export async function refuseMissingDatabase(redis: Redis, url: string): Promise<void> {
+export async function refuseMissingDatabase(
+  redis: Redis,
+  url: string,
+  variable = 'REDIS_URL',
+): Promise<void> {
   const db = Number(redis.options.db ?? 0);
   if (redis.status !== 'ready' || db === 0) return;
   try {
     await redis.select(db);
   } catch (err) {
     if (!isSelectRefusal(err)) return;
-    if (isPermissionRefusal(err)) refuseRedisPermission(redis, url, err as Error);
+    if (isPermissionRefusal(err)) refuseRedisPermission(redis, url, err as Error, variable);
     redis.disconnect();
     throw new ConfigError(
-      'REDIS_URL',
+      variable,
       `a database index this Redis server has (SELECT ${db}: ${(err as Error).message})`,
       withoutPassword(url),
     );
@@ -165,11 +169,13 @@ function refuseRedisPermission(redis: Redis, url: string, refusal: Error, variab
 
 /**
  * For `atrium cluster`, before it starts any process: connects to `url` once (no reconnection) and
- * stops the start, naming `variable`, when Redis refuses the login or its user may not run what
- * Atrium sends, as each process would at its own start. A Redis that cannot be reached, or does not answer within `ms`, is let through: the
- * processes start degraded and use it once it answers.
+ * stops the start, naming `variable`, when Redis cannot be reached or does not answer a PING within
+ * `ms`, and, as each process would at its own start, when it refuses the login, lacks the database
+ * index or its user may not run what Atrium sends. A process lets an unreachable Redis through (it
+ * starts degraded), but its /readyz answers 503 until Redis answers, and the cluster waits for
+ * every /readyz: let through here, the start would wait a minute and then blame a process.
  */
-export async function checkRedisLogin(url: string, ms: number, variable: string): Promise<void> {
+export async function checkRedisBeforeStart(url: string, ms: number, variable: string): Promise<void> {
   const redis = new QuietAuthRedis(url, {
     lazyConnect: false,
     maxRetriesPerRequest: 0,
@@ -177,9 +183,46 @@ export async function checkRedisLogin(url: string, ms: number, variable: string)
     retryStrategy: () => null,
     connectTimeout: ms,
   });
-  redis.on('error', () => undefined);
+  let lastError: Error | undefined;
+  redis.on('error', (err: Error) => (lastError = err));
   const refusal = await untilReadyOrRefused(redis, ms);
   if (refusal) refuseRedisLogin(redis, url, refusal, variable);
+  if (redis.status !== 'ready')
+    unreachable(redis, url, lastError?.message ?? `no answer within ${ms} ms`, variable);
+  await refuseMissingDatabase(redis, url, variable);
+  // Ready means it answered the ready check; PING is what /readyz asks, so it is asked here too.
+  const pinged = await answerWithin(redis.ping(), ms);
+  // A PING the user may not run is refuseMissingPermission's to report, in its words.
+  if (pinged instanceof Error && !isPermissionRefusal(pinged))
+    unreachable(redis, url, pinged.message, variable);
   await refuseMissingPermission(redis, url, ms, variable);
   redis.disconnect();
+}
+
+function unreachable(redis: Redis, url: string, cause: string, variable: string): never {
+  redis.disconnect();
+  throw new ConfigError(
+    variable,
+    `a Redis server that answers, which every process needs to be ready (${cause})`,
+    withoutPassword(url),
+  );
+}
+
+/** Undefined once `pending` settles well, its error when it fails, an Error of its own after `ms`. */
+async function answerWithin(pending: Promise<unknown>, ms: number): Promise<Error | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Error>((resolve) => {
+    timer = setTimeout(() => resolve(new Error(`no answer to PING within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([
+      pending.then(
+        () => undefined,
+        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -334,6 +334,43 @@ describe('atrium cluster with its processes', { timeout: 240_000 }, () => {
     );
   });
 
+  // docs/deployment.md: a signal at any moment of the start exits 0 with one line. Until 2026-11-29
+  // the handlers came after the modules had loaded and the inputs were checked: a SIGTERM in the
+  // first 2.5 s or so killed the command with status 143 and no line.
+  for (const [signal, afterMs] of [
+    ['SIGTERM', 300],
+    ['SIGINT', 300],
+    ['SIGTERM', 1_500],
+  ] as const) {
+    it(`a ${signal} ${afterMs} ms after it is run (modules loading, inputs being checked) exits 0 with its line`, async ({
+      skip: skipIt,
+    }) => {
+      if (skip) skipIt();
+      // A stand-in for nginx that never answers: a signal that comes late still meets a start.
+      const fake = join(dir, 'silent-nginx-early');
+      writeFileSync(fake, `#!/bin/sh\nexec ${process.execPath} -e 'setInterval(() => {}, 1e6)'\n`);
+      chmodSync(fake, 0o755);
+      await withClusterCommand(
+        { layout: { api: 1, auth: 0, grpc: 0, worker: 0 }, args: ['--nginx', fake] },
+        async (run) => {
+          const seen = new Set<number>();
+          const watch = setInterval(() => descendants(run.child.pid!).forEach((p) => seen.add(p)), 20);
+          try {
+            await new Promise((r) => setTimeout(r, afterMs));
+            run.child.kill(signal);
+            const code = await run.exited;
+            expect({ code, signal: run.child.signalCode }, run.out.stderr).toEqual({ code: 0, signal: null });
+          } finally {
+            clearInterval(watch);
+          }
+          expect(run.out.stderr).toContain('atrium cluster: stopped before it was ready\n');
+          expect(run.out.stdout).toBe('');
+          expect([...seen].filter(alive)).toEqual([]);
+        },
+      );
+    });
+  }
+
   it('restarts a process that exits by itself, with a growing delay, and says so; it serves again', async ({
     skip: skipIt,
   }) => {
