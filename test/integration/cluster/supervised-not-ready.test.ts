@@ -223,7 +223,10 @@ describe.skipIf(skip !== undefined)(
           stopGraceMs: RESTART.stopGraceMs,
         });
         expect(late.reason).toMatch(
-          new RegExp(`readyz did not answer 200 within ${START_TIMEOUT_MS} ms \\(status 503\\)`),
+          // The reason carries /readyz's body, which names what is not ready.
+          new RegExp(
+            `readyz did not answer 200 within ${START_TIMEOUT_MS} ms \\(status 503: \\{"status":"not_ready"`,
+          ),
         );
         // Not ready for the reason it was made not ready.
         expect(stuckReadyz).toEqual({
