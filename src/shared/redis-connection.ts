@@ -8,7 +8,7 @@ import {
   REDIS_CALL_TIMEOUT_MS,
   untilReadyOrRefused,
 } from './health.js';
-import { refusedPermission } from './redis-permissions.js';
+import { refusedPermission, TIMED_OUT, within } from './redis-permissions.js';
 
 /**
  * A connection that waits on Redis this long with commands outstanding and nothing received is
@@ -191,10 +191,11 @@ export async function checkRedisBeforeStart(url: string, ms: number, variable: s
     unreachable(redis, url, lastError?.message ?? `no answer within ${ms} ms`, variable);
   await refuseMissingDatabase(redis, url, variable);
   // Ready means it answered the ready check; PING is what /readyz asks, so it is asked here too.
-  const pinged = await answerWithin(redis.ping(), ms);
+  const pinged = await within(redis.ping(), ms);
+  if (pinged === TIMED_OUT) unreachable(redis, url, `no answer to PING within ${ms} ms`, variable);
   // A PING the user may not run is refuseMissingPermission's to report, in its words.
-  if (pinged instanceof Error && !isPermissionRefusal(pinged))
-    unreachable(redis, url, pinged.message, variable);
+  if (pinged !== undefined && !isPermissionRefusal(pinged))
+    unreachable(redis, url, pinged instanceof Error ? pinged.message : String(pinged), variable);
   await refuseMissingPermission(redis, url, ms, variable);
   redis.disconnect();
 }
@@ -206,23 +207,4 @@ function unreachable(redis: Redis, url: string, cause: string, variable: string)
     `a Redis server that answers, which every process needs to be ready (${cause})`,
     withoutPassword(url),
   );
-}
-
-/** Undefined once `pending` settles well, its error when it fails, an Error of its own after `ms`. */
-async function answerWithin(pending: Promise<unknown>, ms: number): Promise<Error | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<Error>((resolve) => {
-    timer = setTimeout(() => resolve(new Error(`no answer to PING within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([
-      pending.then(
-        () => undefined,
-        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-      ),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -49,9 +49,10 @@ export async function refusedPermission(
   return undefined;
 }
 
-const TIMED_OUT = Symbol('timed out');
+export const TIMED_OUT = Symbol('timed out');
 
-async function within(pending: Promise<unknown>, ms: number): Promise<unknown> {
+/** What `pending` settled with (undefined for a success, its error for a failure), or TIMED_OUT after `ms`. */
+export async function within(pending: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), ms)));
   try {

@@ -296,6 +296,10 @@ describe('atrium seed', () => {
     expect(printed.users.length).toBe(PLANS.small.users + 3);
     expect(printed.api_keys[0].key).toMatch(/^atr_test_/);
     expect(printed.clients.map((c: { kind: string }) => c.kind).sort()).toEqual(['confidential', 'public']);
+    // What a new user needs to make an order, printed by the command itself.
+    expect(printed.products).toHaveLength(PLANS.small.products);
+    expect(printed.products[0]).toMatchObject({ id: expect.stringMatching(/^prd_/), active: true });
+    expect(printed.coupons.map((c: { code: string }) => c.code)).toContain('WELCOME10');
 
     const second = await runCli(['seed'], env);
     expect(second.code).toBe(1);

@@ -21,23 +21,13 @@ import {
   locationBodyLimits,
   missingPrerequisite,
   NGINX,
+  refusal,
   serverBodyLimits,
   until,
   withClusterCommand,
 } from './support.js';
 
 const ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** The one JSON line a refused `atrium cluster` writes on stderr. */
-function refusal(result: { code: number | null; stdout: string; stderr: string }) {
-  const lines = result.stderr.trim().split('\n');
-  expect(lines, result.stderr).toHaveLength(1);
-  expect(result.stdout).toBe('');
-  return {
-    code: result.code,
-    ...(JSON.parse(lines[0]!) as { error: string; variable?: string; message: string }),
-  };
-}
 
 /** Every process below `pid` (Linux: /proc/PID/task/TID/children). */
 function descendants(pid: number): number[] {

@@ -4,9 +4,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForOk } from '../../../src/cluster/child.js';
 import { ensureBuilt } from '../../helpers/build.js';
-import { type CliResult, runBuiltCliBounded } from '../../helpers/cli.js';
+import { runBuiltCliBounded } from '../../helpers/cli.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
-import { freePorts, freeRun, missingPrerequisite, NGINX, OwnRedis, REDIS_SERVER } from './support.js';
+import {
+  freePorts,
+  freeRun,
+  missingPrerequisite,
+  NGINX,
+  OwnRedis,
+  REDIS_SERVER,
+  refusal,
+} from './support.js';
 
 /**
  * `atrium cluster` checks Redis before it starts anything, as it checks the database: every process
@@ -17,17 +25,6 @@ import { freePorts, freeRun, missingPrerequisite, NGINX, OwnRedis, REDIS_SERVER 
  */
 
 const ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** The one JSON line a refused `atrium cluster` writes on stderr. */
-function refusal(result: CliResult) {
-  const lines = result.stderr.trim().split('\n');
-  expect(lines, result.stderr).toHaveLength(1);
-  expect(result.stdout).toBe('');
-  return {
-    code: result.code,
-    ...(JSON.parse(lines[0]!) as { error: string; variable?: string; message: string }),
-  };
-}
 
 describe('atrium cluster checks Redis before it starts a process', { timeout: 90_000 }, () => {
   let skip: string | undefined;

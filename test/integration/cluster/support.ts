@@ -481,3 +481,14 @@ export const serverBodyLimits = (conf: string): number[][] => bodyLimitsByServer
 /** Per `server {}` block, the client_max_body_size values its locations set (bytes; 0 is no limit). */
 export const locationBodyLimits = (conf: string): number[][] =>
   bodyLimitsByServer(conf).map((s) => s.locations);
+
+/** The one JSON line a refused `atrium cluster` writes on stderr (nothing on stdout), with its exit code. */
+export function refusal(result: { code: number | null; stdout: string; stderr: string }) {
+  const lines = result.stderr.trim().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(result.stdout).toBe('');
+  return {
+    code: result.code,
+    ...(JSON.parse(lines[0]!) as { error: string; variable?: string; message: string }),
+  };
+}

@@ -124,3 +124,25 @@ async function firstOverSse(base: string, op: Operation, credentials: Credential
     client.dispose();
   }
 }
+
+/**
+ * A raw `ws` socket, for what graphql-ws's client will not do (leave pings unanswered, stop reading),
+ * brought to one live operation: open, `connection_init` with the API key, then `subscribe` (id "1")
+ * once the server acknowledges.
+ */
+export async function rawSubscription(ws: WebSocket, key: string, operation: Operation): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('open', () => resolve());
+  });
+  ws.send(JSON.stringify({ type: 'connection_init', payload: { 'x-api-key': key } }));
+  await new Promise<void>((resolve) => {
+    const acknowledged = (data: WebSocket.RawData) => {
+      if ((JSON.parse(String(data)) as { type: string }).type !== 'connection_ack') return;
+      ws.off('message', acknowledged);
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: operation }));
+      resolve();
+    };
+    ws.on('message', acknowledged);
+  });
+}

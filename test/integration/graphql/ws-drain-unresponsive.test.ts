@@ -7,6 +7,7 @@ import { sharedDatabase, type TestDatabase } from '../../helpers/database.js';
 import { TEST_REDIS_URL } from '../../helpers/redis.js';
 import { serve, type Served } from '../../helpers/serve.js';
 import { until } from '../../helpers/wait.js';
+import { rawSubscription } from './transports.js';
 
 /**
  * SIGTERM to a real `atrium serve --role api` while a graphql-ws subscriber has stopped answering:
@@ -66,26 +67,7 @@ describe('SIGTERM with an unresponsive WebSocket subscriber', () => {
     socket = new WebSocket(`${served.url!.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
     const ws = socket;
     ws.on('error', () => undefined);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('error', reject);
-      ws.once('open', () => {
-        ws.send(JSON.stringify({ type: 'connection_init', payload: { 'x-api-key': key } }));
-        resolve();
-      });
-    });
-    await new Promise<void>((resolve) =>
-      ws.on('message', (data) => {
-        if ((JSON.parse(String(data)) as { type: string }).type !== 'connection_ack') return;
-        ws.send(
-          JSON.stringify({
-            id: '1',
-            type: 'subscribe',
-            payload: { query: SUBSCRIPTION, variables: { postId } },
-          }),
-        );
-        resolve();
-      }),
-    );
+    await rawSubscription(ws, key, { query: SUBSCRIPTION, variables: { postId } });
     const output = served.stderr;
     await until(() => output().includes('"operationType":"subscription"'), 'the subscription to start');
     // Stops reading: the server's close frame is never read, so never answered.

@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { WS_KEEPALIVE_MS } from '../../../src/graphql/transports/websocket.js';
 import { until } from '../../helpers/wait.js';
 import { authorWithPost, listeningAtrium } from './support.js';
+import { rawSubscription } from './transports.js';
 
 /**
  * The server pings every graphql-ws socket (docs/graphql.md, Subscriptions): the pings are traffic,
@@ -100,24 +101,7 @@ describe('graphql-ws keep-alive pings', () => {
     const closed = new Promise<{ code: number; at: number }>((resolve) =>
       ws.once('close', (code) => resolve({ code, at: Date.now() })),
     );
-    await new Promise<void>((resolve, reject) => {
-      ws.once('error', reject);
-      ws.once('open', () => resolve());
-    });
-    ws.send(JSON.stringify({ type: 'connection_init', payload: { 'x-api-key': author.key } }));
-    await new Promise<void>((resolve) =>
-      ws.on('message', (data) => {
-        if ((JSON.parse(String(data)) as { type: string }).type !== 'connection_ack') return;
-        ws.send(
-          JSON.stringify({
-            id: '1',
-            type: 'subscribe',
-            payload: { query: SUBSCRIPTION, variables: { postId: author.postId } },
-          }),
-        );
-        resolve();
-      }),
-    );
+    await rawSubscription(ws, author.key, { query: SUBSCRIPTION, variables: { postId: author.postId } });
     const subscribedAt = Date.now();
     await until(async () => (await gauge('atrium_graphql_ws_operations')) === 1, 'the subscription');
     expect(await counts()).toEqual([1, 1]);
